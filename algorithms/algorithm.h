@@ -1,0 +1,75 @@
+// The algorithm interface: a schedule of chunked send / recv / recv-reduce steps over
+// Connections. Algorithms see no sockets, stores or communicators.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/base/dtype.h"
+#include "src/base/status.h"
+#include "src/reduce/reduce.h"
+#include "transports/transport.h"
+
+namespace collie {
+
+struct CollArgs {
+  Collective coll = Collective::kAllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  collieDataType_t dtype = collieFloat32;
+  collieRedOp_t op = collieSum;
+  int root = -1;
+  MemoryKind memory = MemoryKind::kHost;
+};
+
+// Link parameters for the cost model: time = alpha + bytes / beta.
+struct LinkModel {
+  double alphaUs = 10.0;
+  double betaGBps = 2.0;
+};
+
+struct AlgoContext {
+  int rank = 0;
+  int nranks = 1;
+  Connection* const* conns = nullptr;  // indexed by rank; nullptr for this rank
+  Poller* poller = nullptr;
+  Deadline deadline;
+  uint64_t seq = 0;
+  size_t chunkBytes = 512 << 10;
+  std::vector<char>* scratch = nullptr;  // reusable staging, grown on demand
+  const char* opName = "allreduce";
+
+  FrameTag tagFor(const CollArgs& a, uint32_t step, uint8_t algo) const {
+    FrameTag t;
+    t.seq = seq;
+    t.count = a.count;
+    t.tag = step;
+    t.coll = static_cast<uint8_t>(a.coll);
+    t.dtype = static_cast<uint8_t>(a.dtype);
+    t.op = static_cast<uint8_t>(a.op);
+    t.algo = algo;
+    t.root = a.root;
+    return t;
+  }
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual const char* name() const = 0;
+  virtual uint8_t id() const = 0;  // goes into every frame header
+  virtual bool supports(Collective coll, MemoryKind kind) const = 0;
+  virtual double costUs(size_t bytes, int nranks, const LinkModel& link) const = 0;
+  virtual Status run(const CollArgs& args, AlgoContext& ctx) = 0;
+};
+
+// Every algorithm this build has, registered explicitly (no static self-registration).
+std::vector<std::unique_ptr<Algorithm>> buildAlgorithms();
+
+std::unique_ptr<Algorithm> makeRingAlgorithm();
+
+}  // namespace collie

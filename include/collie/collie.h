@@ -1,0 +1,117 @@
+/*
+ * Collie public C API. Shaped like NCCL's so that porting is a rename: every nccl* name has a
+ * collie* twin with the same arguments and meaning. Host buffers need no stream (pass NULL).
+ */
+#ifndef COLLIE_COLLIE_H_
+#define COLLIE_COLLIE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COLLIE_MAJOR 0
+#define COLLIE_MINOR 1
+#define COLLIE_PATCH 0
+#define COLLIE_VERSION_CODE (COLLIE_MAJOR * 10000 + COLLIE_MINOR * 100 + COLLIE_PATCH)
+
+#define COLLIE_UNIQUE_ID_BYTES 128
+
+typedef struct collieComm* collieComm_t;
+
+/* Opaque to the user: carries the store address, a random 128-bit secret and a communicator id.
+ */
+typedef struct {
+  char internal[COLLIE_UNIQUE_ID_BYTES];
+} collieUniqueId;
+
+typedef enum {
+  collieSuccess = 0,
+  collieUnhandledSystemError = 1,
+  collieSystemError = 2,
+  collieInternalError = 3,
+  collieInvalidArgument = 4,
+  collieInvalidUsage = 5,
+  collieRemoteError = 6,
+  collieInProgress = 7,
+  collieTimeout = 8,
+  collieNumResults = 9
+} collieResult_t;
+
+typedef enum {
+  collieInt8 = 0,
+  collieChar = 0,
+  collieUint8 = 1,
+  collieInt32 = 2,
+  collieInt = 2,
+  collieUint32 = 3,
+  collieInt64 = 4,
+  collieUint64 = 5,
+  collieFloat16 = 6,
+  collieHalf = 6,
+  collieFloat32 = 7,
+  collieFloat = 7,
+  collieFloat64 = 8,
+  collieDouble = 8,
+  collieBfloat16 = 9,
+  collieNumTypes = 10
+} collieDataType_t;
+
+typedef enum {
+  collieSum = 0,
+  collieProd = 1,
+  collieMax = 2,
+  collieMin = 3,
+  collieAvg = 4,
+  collieNumOps = 5
+} collieRedOp_t;
+
+/* Version as MAJOR*10000 + MINOR*100 + PATCH. */
+collieResult_t collieGetVersion(int* version);
+
+/* Called on one rank (the future rank 0): starts nothing yet, picks the store address (this
+ * host, COLLIE_SOCKET_IFNAME if set, a free port) and a random secret. Broadcast the id to
+ * every rank out of band, then call collieCommInitRank everywhere. */
+collieResult_t collieGetUniqueId(collieUniqueId* uniqueId);
+
+/* Collective over all nranks: rank 0 serves the store at the id's address. */
+collieResult_t collieCommInitRank(collieComm_t* comm, int nranks, collieUniqueId commId,
+                                  int rank);
+
+/* Reads RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun, collie-run), or OMPI_COMM_WORLD_* /
+ * SLURM_* / PMI_* for rank and size with MASTER_ADDR/MASTER_PORT for the store. */
+collieResult_t collieCommInitFromEnv(collieComm_t* comm);
+
+/* Frees the communicator; must not be used afterwards. Not collective. */
+collieResult_t collieCommDestroy(collieComm_t comm);
+
+/* Unblocks every pending operation of this communicator (they fail), tells the peers, frees it.
+ */
+collieResult_t collieCommAbort(collieComm_t comm);
+
+collieResult_t collieCommCount(const collieComm_t comm, int* count);
+collieResult_t collieCommUserRank(const collieComm_t comm, int* rank);
+
+/* The first error an asynchronous operation of this communicator hit (collieSuccess if none);
+ * collieInProgress while init has not finished. */
+collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncError);
+
+/* sendbuff may equal recvbuff (in place). stream: NULL for host memory. Blocking for host
+ * memory: returns when the result is in recvbuff. */
+collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                               collieDataType_t datatype, collieRedOp_t op, collieComm_t comm,
+                               void* stream);
+
+const char* collieGetErrorString(collieResult_t result);
+
+/* The message of the last error on this communicator (op, local rank, peer rank, what to do);
+ * with comm == NULL, the last error of this thread outside any communicator (e.g. init). */
+const char* collieGetLastError(collieComm_t comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLLIE_COLLIE_H_ */

@@ -1,0 +1,131 @@
+// Collie C++ API: a RAII Communicator over the C API's communicator, results instead of
+// exceptions, typed views (pointer + count) for C++17, and asynchronous AllReduce returning a
+// Work. Blocking calls on host memory run in the calling thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "collie/collie.h"
+
+namespace collie {
+
+// 16-bit float types as raw bits, for typed views of half and bfloat16 buffers.
+struct Half {
+  uint16_t bits;
+};
+struct Bfloat16 {
+  uint16_t bits;
+};
+
+template <typename T>
+struct DataTypeOf;
+#define COLLIE_DTYPE_OF(T, E) \
+  template <>                 \
+  struct DataTypeOf<T> {      \
+    static constexpr collieDataType_t value = E; \
+  };
+COLLIE_DTYPE_OF(int8_t, collieInt8)
+COLLIE_DTYPE_OF(uint8_t, collieUint8)
+COLLIE_DTYPE_OF(int32_t, collieInt32)
+COLLIE_DTYPE_OF(uint32_t, collieUint32)
+COLLIE_DTYPE_OF(int64_t, collieInt64)
+COLLIE_DTYPE_OF(uint64_t, collieUint64)
+COLLIE_DTYPE_OF(Half, collieFloat16)
+COLLIE_DTYPE_OF(float, collieFloat32)
+COLLIE_DTYPE_OF(double, collieFloat64)
+COLLIE_DTYPE_OF(Bfloat16, collieBfloat16)
+#undef COLLIE_DTYPE_OF
+
+// A contiguous run of elements, like std::span in C++20.
+template <typename T>
+struct View {
+  T* data = nullptr;
+  size_t size = 0;
+  View() = default;
+  View(T* d, size_t n) : data(d), size(n) {}
+  template <typename C>
+  View(C& c) : data(c.data()), size(c.size()) {}  // NOLINT: any container with data()/size()
+};
+
+// The outcome of a call: a code and the message of the failure (op, rank, peer, what to do).
+class Result {
+ public:
+  Result() = default;
+  Result(collieResult_t code, std::string message) : code_(code), message_(std::move(message)) {}
+  bool ok() const { return code_ == collieSuccess; }
+  explicit operator bool() const { return ok(); }
+  collieResult_t code() const { return code_; }
+  const std::string& message() const { return message_; }
+  std::string toString() const;
+
+ private:
+  collieResult_t code_ = collieSuccess;
+  std::string message_;
+};
+
+class WorkState;
+
+// An asynchronous operation; the buffers must stay untouched until it completes.
+class Work {
+ public:
+  Work() = default;
+  // Waits up to timeout; collieInProgress if it is still running then (it goes on).
+  Result wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
+  bool test();  // true once complete (successfully or not)
+  bool valid() const { return state_ != nullptr || !immediate_.ok(); }
+
+ private:
+  friend class Communicator;
+  std::shared_ptr<WorkState> state_;
+  Result immediate_;  // an error found before the op was queued
+};
+
+class Communicator {
+ public:
+  Communicator() = default;
+  ~Communicator();
+  Communicator(Communicator&& o) noexcept : comm_(o.comm_) { o.comm_ = nullptr; }
+  Communicator& operator=(Communicator&& o) noexcept;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  static Result initFromEnv(Communicator* out);
+  static Result initRank(Communicator* out, int nranks, const collieUniqueId& id, int rank);
+
+  bool valid() const { return comm_ != nullptr; }
+  int rank() const;
+  int size() const;
+  collieComm_t handle() const { return comm_; }
+
+  Result allreduce(const void* send, void* recv, size_t count, collieDataType_t dtype,
+                   collieRedOp_t op);
+  Work allreduceAsync(const void* send, void* recv, size_t count, collieDataType_t dtype,
+                      collieRedOp_t op);
+
+  template <typename T>
+  Result allreduce(View<const T> send, View<T> recv, collieRedOp_t op = collieSum) {
+    if (send.size != recv.size) return sizeMismatch();
+    return allreduce(send.data, recv.data, recv.size, DataTypeOf<T>::value, op);
+  }
+  template <typename T>
+  Result allreduce(View<T> inout, collieRedOp_t op = collieSum) {
+    return allreduce(inout.data, inout.data, inout.size, DataTypeOf<T>::value, op);
+  }
+  template <typename T>
+  Work allreduceAsync(View<T> inout, collieRedOp_t op = collieSum) {
+    return allreduceAsync(inout.data, inout.data, inout.size, DataTypeOf<T>::value, op);
+  }
+
+  // Makes pending operations fail, tells the peers and frees the communicator.
+  Result abort();
+
+ private:
+  static Result sizeMismatch();
+  collieComm_t comm_ = nullptr;
+};
+
+}  // namespace collie

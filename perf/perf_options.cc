@@ -1,0 +1,248 @@
+// Flag parsing of collie-perf (see perf_options.h).
+//
+// Same flags, meanings and defaults as nccl-tests, but a bad value is an error instead of a
+// silent fallback, because a benchmark that quietly measured something else is worse than none.
+#include "perf/perf_options.h"
+
+#include <getopt.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#include "perf/perf_data.h"
+
+namespace collie::perf {
+namespace {
+
+enum LongOnly { kCsv = 1000 };
+
+const option kLongOptions[] = {
+    {"minbytes", required_argument, nullptr, 'b'},
+    {"maxbytes", required_argument, nullptr, 'e'},
+    {"stepbytes", required_argument, nullptr, 'i'},
+    {"stepfactor", required_argument, nullptr, 'f'},
+    {"iters", required_argument, nullptr, 'n'},
+    {"warmup_iters", required_argument, nullptr, 'w'},
+    {"check", required_argument, nullptr, 'c'},
+    {"datatype", required_argument, nullptr, 'd'},
+    {"op", required_argument, nullptr, 'o'},
+    {"blocking", required_argument, nullptr, 'z'},
+    {"root", required_argument, nullptr, 'r'},
+    {"average", required_argument, nullptr, 'a'},
+    {"nthreads", required_argument, nullptr, 't'},
+    {"ngpus", required_argument, nullptr, 'g'},
+    {"csv", required_argument, nullptr, kCsv},
+    {"help", no_argument, nullptr, 'h'},
+    {nullptr, 0, nullptr, 0},
+};
+
+// '+': stop at the first non-option, so a stray word is reported instead of skipped.
+// ':': report a missing value as ':' rather than printing getopt's own message.
+const char kShortOptions[] = "+:b:e:i:f:n:w:c:d:o:z:r:a:t:g:h";
+
+// Sizes take an optional K, M or G suffix (binary units, as nccl-tests) and an optional B.
+bool parseSize(const char* text, size_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  double value = strtod(text, &end);
+  if (end == text || errno != 0 || !std::isfinite(value) || value < 0) return false;
+  double unit = 1;
+  switch (*end) {
+    case 'k':
+    case 'K':
+      unit = 1024.0;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      unit = 1024.0 * 1024;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      unit = 1024.0 * 1024 * 1024;
+      ++end;
+      break;
+    default:
+      break;
+  }
+  if (*end == 'b' || *end == 'B') ++end;
+  if (*end != '\0') return false;
+  double bytes = value * unit;
+  if (bytes >= 18446744073709551615.0) return false;
+  *out = static_cast<size_t>(bytes);
+  return true;
+}
+
+bool parseInt(const char* text, long lo, long hi, long* out) {
+  errno = 0;
+  char* end = nullptr;
+  long value = strtol(text, &end, 0);
+  if (end == text || *end != '\0' || errno != 0 || value < lo || value > hi) return false;
+  *out = value;
+  return true;
+}
+
+// Applies one flag; false with *error set when its value is bad.
+bool applyFlag(int flag, const char* arg, Options* o, std::string* error) {
+  long v = 0;
+  auto intFlag = [&](const char* name, long lo, long hi, auto* field) {
+    if (!parseInt(arg, lo, hi, &v)) {
+      *error = std::string("invalid value '") + arg + "' for " + name + " (an integer in [" +
+               std::to_string(lo) + ", " + std::to_string(hi) + "])";
+      return false;
+    }
+    *field = static_cast<std::remove_pointer_t<decltype(field)>>(v);
+    return true;
+  };
+  auto sizeFlag = [&](const char* name, size_t* field) {
+    if (parseSize(arg, field)) return true;
+    *error = std::string("invalid size '") + arg + "' for " + name + " (e.g. 8, 64K, 1M, 2G)";
+    return false;
+  };
+  constexpr long kIntMax = 2147483647L;
+  switch (flag) {
+    case 'b':
+      return sizeFlag("minbytes", &o->minBytes);
+    case 'e':
+      return sizeFlag("maxbytes", &o->maxBytes);
+    case 'i':
+      return sizeFlag("stepbytes", &o->stepBytes);
+    case 'f':
+      return intFlag("stepfactor", 0, 1L << 30, &o->stepFactor);
+    case 'n':
+      return intFlag("iters", 1, kIntMax, &o->iters);
+    case 'w':
+      return intFlag("warmup_iters", 0, kIntMax, &o->warmupIters);
+    case 'c':
+      return intFlag("check", 0, kIntMax, &o->check);
+    case 'z':
+      return intFlag("blocking", 0, 3, &o->blocking);
+    case 'r':
+      return intFlag("root", 0, kIntMax, &o->root);
+    case 'a':
+      return intFlag("average", 0, 3, &o->average);
+    case 't':
+    case 'g': {
+      int one = 0;
+      if (!intFlag(flag == 't' ? "nthreads" : "ngpus", 1, 1, &one)) {
+        *error += ": collie-perf runs one rank per process; start more with collie-run -n";
+        return false;
+      }
+      return true;
+    }
+    case 'd':
+      if (std::strcmp(arg, "all") == 0) {
+        o->datatype = kAll;
+        return true;
+      }
+      o->datatype = findDatatype(arg);
+      if (o->datatype >= 0) return true;
+      *error = std::string("invalid datatype '") + arg +
+               "' (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, all)";
+      return false;
+    case 'o':
+      if (std::strcmp(arg, "all") == 0) {
+        o->op = kAll;
+        return true;
+      }
+      o->op = findOp(arg);
+      if (o->op >= 0) return true;
+      *error = std::string("invalid op '") + arg + "' (sum, prod, max, min, avg, all)";
+      return false;
+    case kCsv:
+      if (*arg == '\0') {
+        *error = "--csv needs a file name";
+        return false;
+      }
+      o->csvPath = arg;
+      return true;
+    default:
+      *error = "unhandled option";
+      return false;
+  }
+}
+
+// Cross-flag rules; nccl-tests loops forever or divides by zero on some of these.
+bool validate(const Options& o, std::string* error) {
+  if (o.minBytes > o.maxBytes) {
+    *error = "invalid sizes for 'minbytes' and 'maxbytes': " + std::to_string(o.minBytes) + " > " +
+             std::to_string(o.maxBytes);
+    return false;
+  }
+  if (o.stepFactor <= 1 && o.stepBytes == 0 && o.minBytes < o.maxBytes) {
+    *error = "stepbytes must be > 0 when stepfactor is 0 or 1";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ParseOutcome parseOptions(int argc, char** argv, Options* o, std::string* error) {
+  // An optional leading collective name; getopt then sees it in the program-name slot.
+  int first = 0;
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string name = argv[1];
+    if (name != "all_reduce" && name != "allreduce") {
+      *error = "collective " + name + " is not available in this build (available: all_reduce)";
+      return ParseOutcome::kUnavailableCollective;
+    }
+    o->collective = "all_reduce";
+    first = 1;
+  }
+  int n = argc - first;
+  char** args = argv + first;
+  opterr = 0;
+  optind = 1;
+  for (;;) {
+    int flag = getopt_long(n, args, kShortOptions, kLongOptions, nullptr);
+    if (flag == -1) break;
+    if (flag == 'h') return ParseOutcome::kHelp;
+    if (flag == '?') {
+      *error = optopt ? std::string("unknown option '-") + static_cast<char>(optopt) + "'"
+                      : std::string("unknown option '") + args[optind - 1] + "'";
+      return ParseOutcome::kBadUsage;
+    }
+    if (flag == ':') {
+      *error = std::string("option '") + args[optind - 1] + "' needs a value";
+      return ParseOutcome::kBadUsage;
+    }
+    if (!applyFlag(flag, optarg, o, error)) return ParseOutcome::kBadUsage;
+  }
+  if (optind < n) {
+    *error = std::string("unexpected argument '") + args[optind] + "'";
+    return ParseOutcome::kBadUsage;
+  }
+  return validate(*o, error) ? ParseOutcome::kRun : ParseOutcome::kBadUsage;
+}
+
+void printUsage(FILE* out) {
+  fprintf(out,
+          "USAGE: collie-perf [all_reduce]\n"
+          "\t[-b,--minbytes <min size in bytes>] (default 32M)\n"
+          "\t[-e,--maxbytes <max size in bytes>] (default 32M)\n"
+          "\t[-i,--stepbytes <increment size>] (default 1M)\n"
+          "\t[-f,--stepfactor <increment factor>] (default 1: step by -i)\n"
+          "\t[-n,--iters <iteration count>] (default 20)\n"
+          "\t[-w,--warmup_iters <warmup iteration count>] (default 1)\n"
+          "\t[-c,--check <check iteration count>] (default 1; 0 disables)\n"
+          "\t[-o,--op <sum/prod/max/min/avg/all>] (default sum)\n"
+          "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/all>]"
+          " (default float)\n"
+          "\t[-r,--root <root>] (unused by all_reduce)\n"
+          "\t[-z,--blocking <0/1/2/3> 1=barrier after each iteration, 2=no barrier, 3=barrier "
+          "after each iteration, excluded from the time] (default 0)\n"
+          "\t[-a,--average <0/1/2/3> time reported across ranks <0=rank 0/1=avg/2=min/3=max>] "
+          "(default 3)\n"
+          "\t[-t,--nthreads 1] [-g,--ngpus 1] (one rank per process)\n"
+          "\t[--csv <file> also write one row per size and placement to file (rank 0)]\n"
+          "\t[-h,--help]\n"
+          "Sizes take K, M or G suffixes (binary units). Start ranks with collie-run -n N, or "
+          "mpirun / srun.\n");
+}
+
+}  // namespace collie::perf

@@ -1,0 +1,44 @@
+// Command line of collie-perf: the flags of nccl-tests' *_perf programs, parsed strictly.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+
+#include "collie/collie.h"
+
+namespace collie::perf {
+
+// Datatype and op indices are collieDataType_t / collieRedOp_t values; kAll runs every one.
+constexpr int kAll = -1;
+
+struct Options {
+  std::string collective = "all_reduce";
+  size_t minBytes = 32u << 20;
+  size_t maxBytes = 32u << 20;
+  size_t stepBytes = 1u << 20;
+  long stepFactor = 1;  // > 1: multiply the size; otherwise add stepBytes
+  int iters = 20;
+  int warmupIters = 1;
+  int check = 1;  // correctness iterations per size and placement; 0 disables the check
+  int datatype = collieFloat;
+  int op = collieSum;
+  int root = 0;      // accepted for nccl-tests compatibility; all_reduce has no root
+  int blocking = 0;  // 0 none, 1 barrier after each iteration, 2 wait only, 3 barrier untimed
+  int average = 3;   // how ranks' times combine: 0 rank 0, 1 mean, 2 min, 3 max
+  std::string csvPath;
+};
+
+enum class ParseOutcome {
+  kRun,                    // options are valid
+  kHelp,                   // -h: print usage, exit 0
+  kBadUsage,               // unknown flag or bad value: message in *error, usage, exit 2
+  kUnavailableCollective,  // a collective this build does not have: message, exit 2
+};
+
+// Parses argv (optionally led by a collective name). On anything but kRun, *error says why.
+ParseOutcome parseOptions(int argc, char** argv, Options* options, std::string* error);
+
+void printUsage(FILE* out);
+
+}  // namespace collie::perf

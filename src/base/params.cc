@@ -1,0 +1,79 @@
+// Declarations and parsing of the COLLIE_* environment parameters.
+#include "src/base/params.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace collie {
+
+static const std::vector<ParamInfo>& table() {
+  static const std::vector<ParamInfo> kParams = {
+      {"COLLIE_DEBUG", "WARN", "log level: NONE, WARN, INFO or TRACE"},
+      {"COLLIE_DEBUG_SUBSYS", "ALL", "comma list of log subsystems: INIT,NET,COLL,STORE,ALL"},
+      {"COLLIE_DEBUG_FILE", "", "log to this file instead of stderr (%h host, %p pid)"},
+      {"COLLIE_TIMEOUT_MS", "300000",
+       "deadline of every blocking wait (rendezvous, connect, each collective), ms"},
+      {"COLLIE_CONNECT_TIMEOUT_MS", "", "deadline of init rendezvous; COLLIE_TIMEOUT_MS if unset"},
+      {"COLLIE_SOCKET_IFNAME", "",
+       "interface (or prefix, ^ to exclude) whose address ranks listen on and advertise"},
+      {"COLLIE_NSOCKS", "2", "TCP sockets per peer; messages >= COLLIE_STRIPE_BYTES are striped"},
+      {"COLLIE_STRIPE_BYTES", "256K", "smallest message striped over all of a peer's sockets"},
+      {"COLLIE_CHUNK_BYTES", "512K", "pipeline chunk of the ring algorithm, bytes"},
+      {"COLLIE_SOCKET_BUFFER", "4M", "SO_SNDBUF/SO_RCVBUF per socket (0 = kernel default)"},
+      {"COLLIE_SPIN_US", "50",
+       "busy-poll this long before sleeping in poll(), us (0 when ranks outnumber cores)"},
+      {"COLLIE_HOSTID", "", "host identity override (default: hostname + boot id + netns)"},
+      {"COLLIE_ALGO", "", "force an AllReduce algorithm (ring)"},
+      {"COLLIE_TRANSPORT", "", "restrict transports (tcp)"},
+  };
+  return kParams;
+}
+
+const std::vector<ParamInfo>& Params::all() const { return table(); }
+
+static const ParamInfo* find(const char* name) {
+  for (const auto& p : table())
+    if (strcmp(p.name, name) == 0) return &p;
+  return nullptr;
+}
+
+std::string Params::getString(const char* name) const {
+  const char* v = getenv(name);
+  if (v != nullptr) return v;
+  const ParamInfo* p = find(name);
+  return p ? p->defaultValue : "";
+}
+
+static bool parseInt(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  long long v = strtoll(s.c_str(), &end, 10);
+  if (end == s.c_str()) return false;
+  int64_t mult = 1;
+  if (*end == 'K' || *end == 'k') mult = 1024, ++end;
+  else if (*end == 'M' || *end == 'm') mult = 1024 * 1024, ++end;
+  else if (*end == 'G' || *end == 'g') mult = 1024LL * 1024 * 1024, ++end;
+  if (*end != '\0') return false;
+  *out = v * mult;
+  return true;
+}
+
+int64_t Params::getInt(const char* name) const {
+  int64_t v = 0;
+  const char* env = getenv(name);
+  if (env != nullptr && parseInt(env, &v)) return v;
+  const ParamInfo* p = find(name);
+  if (env != nullptr && *env != '\0')
+    fprintf(stderr, "COLLIE WARN: %s=%s is not a number; using the default %s\n", name, env,
+            p ? p->defaultValue : "0");
+  if (p && parseInt(p->defaultValue, &v)) return v;
+  return 0;
+}
+
+const Params& params() {
+  static Params p;
+  return p;
+}
+
+}  // namespace collie

@@ -1,0 +1,29 @@
+// Bootstrap: where the store is, who serves it, and the secret that proves membership; from a
+// unique id (NCCL style) or from the environment (torchrun, collie-run, mpirun, Slurm).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "collie/collie.h"
+#include "src/core/store.h"
+#include "transports/tcp/socket.h"
+
+namespace collie {
+
+struct BootstrapInfo {
+  int rank = 0;
+  int nranks = 1;
+  SockAddr storeAddr;
+  StoreAuth auth;
+  bool serveStore = false;  // this rank starts the store server (env mode, rank 0)
+  std::unique_ptr<StoreServer> server;  // adopted from collieGetUniqueId in this process
+  std::string how;          // "unique id", "env (RANK/WORLD_SIZE)", ... for messages
+};
+
+// Makes an id and starts its store server in this process (like NCCL's root thread).
+Status makeUniqueId(collieUniqueId* id);
+StatusOr<BootstrapInfo> bootstrapFromId(const collieUniqueId& id, int nranks, int rank);
+StatusOr<BootstrapInfo> bootstrapFromEnv();
+
+}  // namespace collie

@@ -1,0 +1,237 @@
+// The C API: argument checks, the live-communicator registry, error strings and last errors.
+// No exception crosses this boundary.
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "collie/collie.h"
+#include "src/base/dtype.h"
+#include "src/base/log.h"
+#include "src/core/api_internal.h"
+#include "src/core/communicator.h"
+
+struct collieComm {
+  std::unique_ptr<collie::CommImpl> impl;
+};
+
+namespace collie {
+
+namespace {
+
+std::mutex gLiveMu;
+std::unordered_set<const collieComm*> gLive;  // guarded by gLiveMu
+thread_local std::string tLastError;
+
+collieResult_t report(collieComm_t comm, const Status& s) {
+  if (s.isOk()) return collieSuccess;
+  if (comm != nullptr && checkComm(comm).isOk()) comm->impl->setLastError(s.message());
+  tLastError = s.message();
+  COLLIE_INFO(kLogColl, "%s", s.toString().c_str());
+  return s.code();
+}
+
+template <typename Fn>
+collieResult_t guarded(collieComm_t comm, Fn&& fn) {
+  try {
+    return report(comm, fn());
+  } catch (const std::bad_alloc&) {
+    return report(comm, systemError("out of memory"));
+  } catch (const std::exception& e) {
+    return report(comm, internalError(std::string("unexpected exception: ") + e.what()));
+  } catch (...) {
+    return report(comm, internalError("unexpected exception"));
+  }
+}
+
+Status initWith(collieComm_t* out, StatusOr<BootstrapInfo> info) {
+  if (!info.isOk()) return info.status();
+  auto c = CommImpl::create(info.take());
+  if (!c.isOk()) return c.status();
+  auto* comm = new collieComm{c.take()};
+  {
+    std::lock_guard<std::mutex> l(gLiveMu);
+    gLive.insert(comm);
+  }
+  *out = comm;
+  return Status::ok();
+}
+
+}  // namespace
+
+Status checkComm(const collieComm* comm) {
+  if (comm == nullptr) return invalidArgument("comm is NULL");
+  std::lock_guard<std::mutex> l(gLiveMu);
+  if (gLive.count(comm) == 0)
+    return invalidUsage("comm is not a live communicator (destroyed, aborted or never created)");
+  return Status::ok();
+}
+
+CommImpl* commImpl(collieComm_t comm) { return comm->impl.get(); }
+
+Status checkCollArgs(const CollArgs& a, int nranks) {
+  const char* op = collectiveName(a.coll);
+  if (!validDtype(a.dtype))
+    return invalidArgument(std::string(op) + ": unknown datatype " + std::to_string(a.dtype));
+  if (a.coll != Collective::kAllGather && a.coll != Collective::kBroadcast && !validRedOp(a.op))
+    return invalidArgument(std::string(op) + ": unknown reduction op " + std::to_string(a.op));
+  size_t esz = dtypeSize(a.dtype);
+  if (a.count > static_cast<size_t>(PTRDIFF_MAX) / esz / static_cast<size_t>(nranks))
+    return invalidArgument(std::string(op) + ": count " + std::to_string(a.count) +
+                           " elements of " + dtypeName(a.dtype) + " overflows the address space");
+  if (a.count > 0 && (a.send == nullptr || a.recv == nullptr))
+    return invalidArgument(std::string(op) + ": " + (a.send == nullptr ? "sendbuff" : "recvbuff") +
+                           " is NULL with count " + std::to_string(a.count));
+  if (a.count > 0 && a.send != a.recv) {
+    // Partial overlap would make the result depend on the schedule.
+    const char* s = static_cast<const char*>(a.send);
+    const char* r = static_cast<const char*>(a.recv);
+    size_t bytes = a.count * esz;
+    if (s < r + bytes && r < s + bytes)
+      return invalidArgument(std::string(op) +
+                             ": sendbuff and recvbuff overlap without being equal (in place "
+                             "needs sendbuff == recvbuff)");
+  }
+  return Status::ok();
+}
+
+}  // namespace collie
+
+using collie::Status;
+
+extern "C" {
+
+collieResult_t collieGetVersion(int* version) {
+  if (version == nullptr) return collie::report(nullptr, collie::invalidArgument("version is NULL"));
+  *version = COLLIE_VERSION_CODE;
+  return collieSuccess;
+}
+
+collieResult_t collieGetUniqueId(collieUniqueId* uniqueId) {
+  return collie::guarded(nullptr, [&]() -> Status {
+    if (uniqueId == nullptr) return collie::invalidArgument("collieGetUniqueId: uniqueId is NULL");
+    return collie::makeUniqueId(uniqueId);
+  });
+}
+
+collieResult_t collieCommInitRank(collieComm_t* comm, int nranks, collieUniqueId commId,
+                                  int rank) {
+  return collie::guarded(nullptr, [&]() -> Status {
+    if (comm == nullptr) return collie::invalidArgument("collieCommInitRank: comm is NULL");
+    *comm = nullptr;
+    if (nranks < 1)
+      return collie::invalidArgument("collieCommInitRank: nranks " + std::to_string(nranks) +
+                                     " must be >= 1");
+    if (rank < 0 || rank >= nranks)
+      return collie::invalidArgument("collieCommInitRank: rank " + std::to_string(rank) +
+                                     " is out of range for nranks " + std::to_string(nranks));
+    return collie::initWith(comm, collie::bootstrapFromId(commId, nranks, rank));
+  });
+}
+
+collieResult_t collieCommInitFromEnv(collieComm_t* comm) {
+  return collie::guarded(nullptr, [&]() -> Status {
+    if (comm == nullptr) return collie::invalidArgument("collieCommInitFromEnv: comm is NULL");
+    *comm = nullptr;
+    auto info = collie::bootstrapFromEnv();
+    if (info.isOk() && (info.value().nranks < 1 || info.value().rank >= info.value().nranks))
+      return collie::invalidArgument("collieCommInitFromEnv: rank " +
+                                     std::to_string(info.value().rank) +
+                                     " is out of range for world size " +
+                                     std::to_string(info.value().nranks));
+    return collie::initWith(comm, std::move(info));
+  });
+}
+
+static collieResult_t destroyComm(collieComm_t comm, bool abort) {
+  return collie::guarded(nullptr, [&]() -> Status {
+    {
+      std::lock_guard<std::mutex> l(collie::gLiveMu);
+      if (comm == nullptr) return collie::invalidArgument("comm is NULL");
+      if (collie::gLive.erase(comm) == 0)
+        return collie::invalidUsage(
+            "comm is not a live communicator (destroyed twice, aborted or never created)");
+    }
+    if (abort) comm->impl->abort();
+    delete comm;
+    return Status::ok();
+  });
+}
+
+collieResult_t collieCommDestroy(collieComm_t comm) { return destroyComm(comm, false); }
+collieResult_t collieCommAbort(collieComm_t comm) { return destroyComm(comm, true); }
+
+collieResult_t collieCommCount(const collieComm_t comm, int* count) {
+  return collie::guarded(comm, [&]() -> Status {
+    COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
+    if (count == nullptr) return collie::invalidArgument("collieCommCount: count is NULL");
+    *count = comm->impl->size();
+    return Status::ok();
+  });
+}
+
+collieResult_t collieCommUserRank(const collieComm_t comm, int* rank) {
+  return collie::guarded(comm, [&]() -> Status {
+    COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
+    if (rank == nullptr) return collie::invalidArgument("collieCommUserRank: rank is NULL");
+    *rank = comm->impl->rank();
+    return Status::ok();
+  });
+}
+
+collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncError) {
+  return collie::guarded(comm, [&]() -> Status {
+    COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
+    if (asyncError == nullptr) return collie::invalidArgument("asyncError is NULL");
+    *asyncError = comm->impl->asyncError().code();
+    return Status::ok();
+  });
+}
+
+collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                               collieDataType_t datatype, collieRedOp_t op, collieComm_t comm,
+                               void* stream) {
+  return collie::guarded(comm, [&]() -> Status {
+    COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
+    collie::CollArgs a;
+    a.coll = collie::Collective::kAllReduce;
+    a.send = sendbuff;
+    a.recv = recvbuff;
+    a.count = count;
+    a.dtype = datatype;
+    a.op = op;
+    if (stream != nullptr)
+      return collie::invalidArgument(
+          "allreduce: a stream was given but this build has no device support (pass NULL for "
+          "host memory)");
+    COLLIE_RETURN_IF_ERROR(collie::checkCollArgs(a, comm->impl->size()));
+    return comm->impl->run(a);
+  });
+}
+
+const char* collieGetErrorString(collieResult_t result) {
+  switch (result) {
+    case collieSuccess: return "no error";
+    case collieUnhandledSystemError: return "unhandled system error";
+    case collieSystemError: return "system error (a system call failed)";
+    case collieInternalError: return "internal error (a bug in Collie)";
+    case collieInvalidArgument: return "invalid argument";
+    case collieInvalidUsage: return "invalid usage";
+    case collieRemoteError: return "remote process failed or exited";
+    case collieInProgress: return "operation in progress";
+    case collieTimeout: return "operation timed out";
+    default: return "unknown result code";
+  }
+}
+
+const char* collieGetLastError(collieComm_t comm) {
+  static thread_local std::string copy;
+  if (comm != nullptr && collie::checkComm(comm).isOk()) {
+    copy = comm->impl->lastError();
+    return copy.c_str();
+  }
+  return collie::tLastError.c_str();
+}
+
+}  // extern "C"

@@ -1,0 +1,358 @@
+// CommImpl: init (store rendezvous, full mesh), ordered execution, errors and abort.
+#include "src/core/communicator.h"
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "src/base/log.h"
+#include "src/base/params.h"
+
+namespace collie {
+
+// ---- WorkState ----------------------------------------------------------------------------
+
+void WorkState::finish(Status s) {
+  std::lock_guard<std::mutex> l(mu_);
+  status_ = std::move(s);
+  done_ = true;
+  cv_.notify_all();
+}
+
+bool WorkState::wait(int64_t timeoutMs) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (timeoutMs < 0) {
+    cv_.wait(l, [&] { return done_; });
+    return true;
+  }
+  return cv_.wait_for(l, std::chrono::milliseconds(timeoutMs), [&] { return done_; });
+}
+
+bool WorkState::test() {
+  std::lock_guard<std::mutex> l(mu_);
+  return done_;
+}
+
+Status WorkState::status() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!done_) return Status(collieInProgress, "the operation is still running");
+  return status_;
+}
+
+// ---- CommImpl -------------------------------------------------------------------------
+
+StatusOr<std::unique_ptr<CommImpl>> CommImpl::create(BootstrapInfo info) {
+  std::unique_ptr<CommImpl> c(new CommImpl());
+  Status s = c->init(std::move(info));
+  if (!s.isOk()) return s;
+  return c;
+}
+
+// Which host this process is on: boot id + hostname + network namespace, or COLLIE_HOSTID.
+static std::string hostId() {
+  std::string forced = params().getString("COLLIE_HOSTID");
+  if (!forced.empty()) return forced;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string id = host;
+  if (FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char boot[64] = {0};
+    if (fgets(boot, sizeof(boot), f)) id += "/" + std::string(boot, strcspn(boot, "\n"));
+    fclose(f);
+  }
+  char ns[128] = {0};
+  ssize_t n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
+  if (n > 0) id += "/" + std::string(ns, static_cast<size_t>(n));
+  for (char& c : id)
+    if (c == ' ') c = '_';
+  return id;
+}
+
+static std::string joinRanks(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < 32; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  if (v.size() > 32) s += ", ... (" + std::to_string(v.size()) + " in all)";
+  return s;
+}
+
+Status CommImpl::init(BootstrapInfo info) {
+  rank_ = info.rank;
+  nranks_ = info.nranks;
+  logSetRank(rank_);
+  timeoutMs_ = params().getInt("COLLIE_TIMEOUT_MS");
+  int64_t connectMs = getenv("COLLIE_CONNECT_TIMEOUT_MS") ? params().getInt("COLLIE_CONNECT_TIMEOUT_MS")
+                                                           : timeoutMs_;
+  chunkBytes_ = static_cast<size_t>(std::max<int64_t>(4096, params().getInt("COLLIE_CHUNK_BYTES")));
+  const std::string where = "init of rank " + std::to_string(rank_) + " of " +
+                            std::to_string(nranks_) + " (" + info.how + ", store " +
+                            info.storeAddr.toString() + ")";
+  Deadline deadline = Deadline::afterMs(connectMs);
+
+  if (info.server) {
+    server_ = std::move(info.server);
+  } else if (info.serveStore) {
+    auto srv = StoreServer::start(info.storeAddr, info.auth);
+    if (!srv.isOk()) {
+      // MASTER_ADDR may name this host by an address it cannot bind (NAT, a name): any address.
+      SockAddr any;
+      auto* a = reinterpret_cast<sockaddr_in*>(&any.ss);
+      a->sin_family = AF_INET;
+      a->sin_addr.s_addr = htonl(INADDR_ANY);
+      any.len = sizeof(sockaddr_in);
+      any.setPort(info.storeAddr.port());
+      srv = StoreServer::start(any, info.auth);
+    }
+    if (!srv.isOk()) return srv.status().withContext(where + ": rank 0 cannot serve the store");
+    server_ = srv.take();
+  }
+  auto store = TcpStore::connect(info.storeAddr, info.auth, deadline);
+  if (!store.isOk()) return store.status().withContext(where);
+  store_ = store.take();
+
+  auto claim = store_->add("claim/" + std::to_string(rank_), 1);
+  if (!claim.isOk()) return claim.status().withContext(where);
+  if (claim.value() > 1)
+    return invalidUsage(where + ": two processes claim rank " + std::to_string(rank_) +
+                        "; every rank must be unique (check RANK / the rank argument)");
+
+  Identity id;
+  memcpy(id.secret, info.auth.secret, 16);
+  id.commId = info.auth.commId;
+  id.rank = rank_;
+  id.nranks = nranks_;
+  TcpOptions opt;
+  opt.nsocks = static_cast<int>(params().getInt("COLLIE_NSOCKS"));
+  opt.stripeBytes = static_cast<size_t>(params().getInt("COLLIE_STRIPE_BYTES"));
+  opt.bufBytes = static_cast<int>(params().getInt("COLLIE_SOCKET_BUFFER"));
+  opt.userTimeoutMs = timeoutMs_;
+  auto local = pickLocalAddress(&info.storeAddr);
+  if (!local.isOk()) return local.status().withContext(where);
+  auto tcp = TcpTransport::create(id, opt, local.value());
+  if (!tcp.isOk()) return tcp.status().withContext(where);
+  tcp_ = tcp.take();
+
+  COLLIE_RETURN_IF_ERROR(store_
+                             ->set("rank/" + std::to_string(rank_),
+                                   std::to_string(nranks_) + " " + hostId() + " " +
+                                       tcp_->address())
+                             .withContext(where));
+  std::vector<std::string> keys, missing;
+  for (int r = 0; r < nranks_; ++r) keys.push_back("rank/" + std::to_string(r));
+  Status w = store_->wait(keys, deadline, &missing);
+  if (!w.isOk()) {
+    if (w.code() != collieTimeout) return w.withContext(where);
+    std::vector<int> ranks;
+    for (const auto& k : missing) ranks.push_back(atoi(k.c_str() + 5));
+    return timeoutError(where + ": rendezvous timed out after " + std::to_string(connectMs) +
+                        " ms; ranks never arrived: " + joinRanks(ranks) +
+                        " (see COLLIE_CONNECT_TIMEOUT_MS / COLLIE_TIMEOUT_MS)");
+  }
+  std::vector<std::string> addrs(nranks_), hosts(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    auto v = store_->get(keys[r], deadline);
+    if (!v.isOk()) return v.status().withContext(where);
+    const std::string& s = v.value();
+    size_t sp1 = s.find(' '), sp2 = s.find(' ', sp1 + 1);
+    int theirN = atoi(s.substr(0, sp1).c_str());
+    if (sp2 == std::string::npos || theirN != nranks_)
+      return invalidUsage(where + ": rank " + std::to_string(r) + " was started with " +
+                          std::to_string(theirN) + " ranks but this rank with " +
+                          std::to_string(nranks_) + "; all ranks must agree on the size");
+    hosts[r] = s.substr(sp1 + 1, sp2 - sp1 - 1);
+    addrs[r] = s.substr(sp2 + 1);
+  }
+  localRanks_ = static_cast<int>(std::count(hosts.begin(), hosts.end(), hosts[rank_]));
+  Status cs = tcp_->connectAll(addrs, deadline, &conns_);
+  if (!cs.isOk()) return cs.withContext(where);
+  COLLIE_RETURN_IF_ERROR(store_->set("ready/" + std::to_string(rank_), "1").withContext(where));
+  if (server_) {
+    // The store lives in this process: keep it until every rank is past the rendezvous.
+    std::vector<std::string> ready;
+    for (int r = 0; r < nranks_; ++r) ready.push_back("ready/" + std::to_string(r));
+    COLLIE_RETURN_IF_ERROR(store_->wait(ready, deadline, nullptr).withContext(where));
+  }
+
+  connPtrs_.resize(nranks_, nullptr);
+  std::vector<Connection*> all;
+  for (int r = 0; r < nranks_; ++r) {
+    connPtrs_[r] = conns_[r].get();
+    if (conns_[r]) all.push_back(conns_[r].get());
+  }
+  // Busy-polling only pays when every local rank has a core of its own; oversubscribed, a
+  // spinning rank steals the core its peer needs to make the data it waits for.
+  int64_t spinUs = params().getInt("COLLIE_SPIN_US");
+  unsigned cores = std::thread::hardware_concurrency();
+  if (getenv("COLLIE_SPIN_US") == nullptr && cores > 0 && localRanks_ > static_cast<int>(cores))
+    spinUs = 0;
+  poller_.reset(new Poller(all, spinUs, &aborting_));
+  algos_ = buildAlgorithms();
+  std::string want = params().getString("COLLIE_ALGO");
+  if (!want.empty() && want != "auto") {
+    for (auto& a : algos_)
+      if (want == a->name()) forced_ = a.get();
+    if (forced_ == nullptr) {
+      std::string have;
+      for (auto& a : algos_) have += std::string(have.empty() ? "" : ", ") + a->name();
+      return invalidArgument(where + ": COLLIE_ALGO=" + want + " is not an algorithm of this build (" +
+                             have + ")");
+    }
+  }
+  COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer)", rank_,
+              nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks);
+  progress_ = std::thread([this] { progressLoop(); });
+  return Status::ok();
+}
+
+CommImpl::~CommImpl() {
+  if (progress_.joinable()) {
+    {
+      std::lock_guard<std::mutex> l(qMu_);
+      stopping_ = true;
+    }
+    qCv_.notify_all();
+    progress_.join();
+  }
+  conns_.clear();
+  tcp_.reset();
+  store_.reset();
+  if (server_) server_->stop();
+}
+
+Status CommImpl::pickAlgorithm(const CollArgs& args, Algorithm** algo) {
+  if (forced_ != nullptr) {
+    if (!forced_->supports(args.coll, args.memory))
+      return invalidArgument(std::string("COLLIE_ALGO=") + forced_->name() + " cannot run " +
+                             collectiveName(args.coll) + " on this memory");
+    *algo = forced_;
+    return Status::ok();
+  }
+  for (auto& a : algos_) {
+    if (a->supports(args.coll, args.memory)) {
+      *algo = a.get();
+      return Status::ok();
+    }
+  }
+  return invalidArgument(std::string("no algorithm of this build runs ") +
+                         collectiveName(args.coll));
+}
+
+Status CommImpl::execute(const CollArgs& args) {
+  if (failed_.load()) {
+    std::lock_guard<std::mutex> l(errMu_);
+    return Status(firstError_.code(),
+                  "the communicator failed earlier and must be destroyed (collieCommAbort): " +
+                      firstError_.message());
+  }
+  Algorithm* algo = nullptr;
+  COLLIE_RETURN_IF_ERROR(pickAlgorithm(args, &algo));
+  AlgoContext ctx;
+  ctx.rank = rank_;
+  ctx.nranks = nranks_;
+  ctx.conns = connPtrs_.data();
+  ctx.poller = poller_.get();
+  ctx.deadline = Deadline::afterMs(timeoutMs_);
+  ctx.seq = ++seq_;
+  ctx.chunkBytes = chunkBytes_;
+  ctx.scratch = &scratch_;
+  ctx.opName = collectiveName(args.coll);
+  Status s = algo->run(args, ctx);
+  if (!s.isOk()) {
+    FrameTag t = ctx.tagFor(args, 0, algo->id());
+    s = s.withContext(describeFrameTag(t) + " on rank " + std::to_string(rank_));
+    fail(s);
+  }
+  return s;
+}
+
+void CommImpl::fail(const Status& s) {
+  {
+    std::lock_guard<std::mutex> l(errMu_);
+    if (firstError_.isOk()) firstError_ = s;
+    lastError_ = s.message();
+  }
+  if (!failed_.exchange(true)) {
+    COLLIE_WARN(kLogColl, "%s", s.message().c_str());
+    // Tell every peer why, so each survivor can name the rank that failed.
+    for (auto& c : conns_)
+      if (c) c->sendAbort(s.message());
+  }
+}
+
+Status CommImpl::run(const CollArgs& args) {
+  {
+    std::unique_lock<std::mutex> l(qMu_);
+    if (inFlight_ > 0) qCv_.wait(l, [&] { return inFlight_ == 0; });
+  }
+  std::lock_guard<std::mutex> e(execMu_);
+  return execute(args);
+}
+
+Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work) {
+  *work = std::make_shared<WorkState>();
+  {
+    std::lock_guard<std::mutex> l(qMu_);
+    queue_.push_back(Pending{args, *work});
+    ++inFlight_;
+  }
+  qCv_.notify_all();
+  return Status::ok();
+}
+
+void CommImpl::progressLoop() {
+  for (;;) {
+    Pending p;
+    {
+      std::unique_lock<std::mutex> l(qMu_);
+      qCv_.wait_for(l, std::chrono::milliseconds(100),
+                    [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) {
+        if (stopping_) return;
+        l.unlock();
+        tcp_->dropStrangers();
+        continue;
+      }
+      p = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    Status s;
+    {
+      std::lock_guard<std::mutex> e(execMu_);
+      s = execute(p.args);
+    }
+    if (!s.isOk()) setLastError(s.message());
+    p.work->finish(s);
+    {
+      std::lock_guard<std::mutex> l(qMu_);
+      --inFlight_;
+    }
+    qCv_.notify_all();
+  }
+}
+
+Status CommImpl::asyncError() {
+  std::lock_guard<std::mutex> l(errMu_);
+  return firstError_;
+}
+
+void CommImpl::abort() {
+  aborting_.store(true);
+  std::lock_guard<std::mutex> e(execMu_);  // the running op sees the flag and returns
+  fail(Status(collieRemoteError, "rank " + std::to_string(rank_) + " called collieCommAbort"));
+}
+
+std::string CommImpl::lastError() {
+  std::lock_guard<std::mutex> l(errMu_);
+  return lastError_;
+}
+
+void CommImpl::setLastError(const std::string& msg) {
+  std::lock_guard<std::mutex> l(errMu_);
+  lastError_ = msg;
+}
+
+}  // namespace collie

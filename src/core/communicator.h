@@ -1,0 +1,105 @@
+// The communicator: rank, size, connections to every peer, the op sequence number, deadlines,
+// the error state, and the progress thread for asynchronous calls. A blocking call on host
+// memory runs its schedule in the caller's thread (a wake-up costs tens of microseconds here);
+// asynchronous calls run on the progress thread; both run the same schedule code, in call order.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "src/core/bootstrap.h"
+#include "src/core/store.h"
+#include "transports/tcp/tcp_transport.h"
+
+namespace collie {
+
+// The completion of one asynchronous call.
+class WorkState {
+ public:
+  void finish(Status s);
+  // false if timeoutMs passed first (the op goes on); < 0 waits for the op's own deadline.
+  bool wait(int64_t timeoutMs);
+  bool test();
+  Status status();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;  // guarded by mu_
+  Status status_;      // guarded by mu_
+};
+
+// (The public C++ class collie::Communicator wraps a collieComm_t; this is what it points to.)
+class CommImpl {
+ public:
+  ~CommImpl();
+  static StatusOr<std::unique_ptr<CommImpl>> create(BootstrapInfo info);
+
+  int rank() const { return rank_; }
+  int size() const { return nranks_; }
+
+  // Blocking: returns when the result is in args.recv.
+  Status run(const CollArgs& args);
+  // Queued to the progress thread; ops run in call order with the blocking ones.
+  Status runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work);
+
+  // First error of any op (collieSuccess if none); the communicator stays failed after it.
+  Status asyncError();
+  // Makes every pending and future op fail, tells the peers; the caller then destroys it.
+  void abort();
+  std::string lastError();
+  void setLastError(const std::string& msg);
+
+ private:
+  CommImpl() = default;
+  Status init(BootstrapInfo info);
+  Status execute(const CollArgs& args);  // caller holds execMu_
+  Status pickAlgorithm(const CollArgs& args, Algorithm** algo);
+  void fail(const Status& s);
+  void progressLoop();
+
+  int rank_ = 0;
+  int nranks_ = 1;
+  int localRanks_ = 1;  // ranks on this host, this one included
+  int64_t timeoutMs_ = 300000;
+  size_t chunkBytes_ = 512 << 10;
+  std::unique_ptr<StoreServer> server_;
+  std::unique_ptr<TcpStore> store_;
+  std::unique_ptr<TcpTransport> tcp_;
+  std::vector<std::unique_ptr<Connection>> conns_;  // by rank; null for this rank
+  std::vector<Connection*> connPtrs_;                // the same, as the schedules see them
+  std::vector<std::unique_ptr<Algorithm>> algos_;
+  Algorithm* forced_ = nullptr;  // COLLIE_ALGO
+  std::unique_ptr<Poller> poller_;
+  std::vector<char> scratch_;  // guarded by execMu_
+  uint64_t seq_ = 0;           // guarded by execMu_
+
+  std::mutex execMu_;  // held by whichever thread runs a schedule
+  std::atomic<bool> aborting_{false};
+  std::atomic<bool> failed_{false};
+  std::mutex errMu_;
+  Status firstError_;     // guarded by errMu_
+  std::string lastError_;  // guarded by errMu_
+
+  // The asynchronous queue.
+  struct Pending {
+    CollArgs args;
+    std::shared_ptr<WorkState> work;
+  };
+  std::mutex qMu_;
+  std::condition_variable qCv_;
+  std::deque<Pending> queue_;  // guarded by qMu_
+  int inFlight_ = 0;           // guarded by qMu_: queued plus running async ops
+  bool stopping_ = false;      // guarded by qMu_
+  std::thread progress_;
+};
+
+}  // namespace collie

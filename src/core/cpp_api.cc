@@ -1,0 +1,106 @@
+// The C++ API over the communicator.
+#include <climits>
+
+#include "collie/collie.hpp"
+#include "src/core/api_internal.h"
+#include "src/core/communicator.h"
+
+namespace collie {
+
+std::string Result::toString() const {
+  if (ok()) return "ok";
+  return std::string(collieGetErrorString(code_)) + ": " + message_;
+}
+
+static Result fromC(collieResult_t r, collieComm_t comm) {
+  if (r == collieSuccess) return Result();
+  return Result(r, collieGetLastError(comm));
+}
+
+static Result fromStatus(const Status& s) { return Result(s.code(), s.message()); }
+
+Result Work::wait(std::chrono::milliseconds timeout) {
+  if (!state_) return immediate_.ok() ? Result(collieInvalidUsage, "empty Work") : immediate_;
+  int64_t ms = timeout == std::chrono::milliseconds::max() ? -1 : timeout.count();
+  if (!state_->wait(ms))
+    return Result(collieInProgress, "the operation is still running after the wait's timeout");
+  return fromStatus(state_->status());
+}
+
+bool Work::test() { return !state_ || state_->test(); }
+
+Communicator::~Communicator() {
+  if (comm_ != nullptr) collieCommDestroy(comm_);
+}
+
+Communicator& Communicator::operator=(Communicator&& o) noexcept {
+  if (this != &o) {
+    if (comm_ != nullptr) collieCommDestroy(comm_);
+    comm_ = o.comm_;
+    o.comm_ = nullptr;
+  }
+  return *this;
+}
+
+Result Communicator::initFromEnv(Communicator* out) {
+  if (out == nullptr) return Result(collieInvalidArgument, "out is null");
+  collieComm_t c = nullptr;
+  Result r = fromC(collieCommInitFromEnv(&c), nullptr);
+  if (r.ok()) *out = Communicator(), out->comm_ = c;
+  return r;
+}
+
+Result Communicator::initRank(Communicator* out, int nranks, const collieUniqueId& id, int rank) {
+  if (out == nullptr) return Result(collieInvalidArgument, "out is null");
+  collieComm_t c = nullptr;
+  Result r = fromC(collieCommInitRank(&c, nranks, id, rank), nullptr);
+  if (r.ok()) *out = Communicator(), out->comm_ = c;
+  return r;
+}
+
+int Communicator::rank() const {
+  int r = -1;
+  if (comm_) collieCommUserRank(comm_, &r);
+  return r;
+}
+
+int Communicator::size() const {
+  int n = 0;
+  if (comm_) collieCommCount(comm_, &n);
+  return n;
+}
+
+Result Communicator::allreduce(const void* send, void* recv, size_t count, collieDataType_t dtype,
+                               collieRedOp_t op) {
+  return fromC(collieAllReduce(send, recv, count, dtype, op, comm_, nullptr), comm_);
+}
+
+Work Communicator::allreduceAsync(const void* send, void* recv, size_t count,
+                                  collieDataType_t dtype, collieRedOp_t op) {
+  Work w;
+  Status s = checkComm(comm_);
+  CollArgs a;
+  a.coll = Collective::kAllReduce;
+  a.send = send;
+  a.recv = recv;
+  a.count = count;
+  a.dtype = dtype;
+  a.op = op;
+  if (s.isOk()) s = checkCollArgs(a, commImpl(comm_)->size());
+  if (s.isOk()) s = commImpl(comm_)->runAsync(a, &w.state_);
+  if (!s.isOk()) w.immediate_ = fromStatus(s);
+  return w;
+}
+
+Result Communicator::abort() {
+  if (comm_ == nullptr) return Result(collieInvalidUsage, "abort of an empty Communicator");
+  Result r = fromC(collieCommAbort(comm_), nullptr);
+  comm_ = nullptr;
+  return r;
+}
+
+Result Communicator::sizeMismatch() {
+  return Result(collieInvalidArgument, "allreduce: send and recv views differ in size");
+}
+
+}  // namespace collie

@@ -1,0 +1,73 @@
+// Poller: progress, spin, then sleep in poll() — the wait loop of every schedule.
+#include <poll.h>
+
+#include <cerrno>
+
+#include "src/base/time.h"
+#include "transports/transport.h"
+
+namespace collie {
+
+Status Poller::progressAll(bool* progressed) {
+  for (Connection* c : conns_)
+    if (c != nullptr && c->hasPending()) COLLIE_RETURN_IF_ERROR(c->progress(progressed));
+  return Status::ok();
+}
+
+Status Poller::sleepOnFds(int timeoutMs) {
+  fds_.clear();
+  for (Connection* c : conns_)
+    if (c != nullptr) c->appendPollFds(&fds_);
+  int rc = poll(fds_.data(), fds_.size(), timeoutMs);
+  if (rc < 0 && errno != EINTR) return errnoStatus("poll", errno);
+  if (rc > 0) {
+    // Something is readable: let every connection look, also those with nothing posted, so a
+    // peer's abort or close is noticed while this rank waits on another peer.
+    bool progressed = false;
+    for (Connection* c : conns_)
+      if (c != nullptr) COLLIE_RETURN_IF_ERROR(c->progress(&progressed));
+  }
+  return Status::ok();
+}
+
+static Status timedOut(const Request* req, const char* op) {
+  std::string what = req->isSend ? "send of " : "receive of ";
+  return timeoutError(std::string(op) + ": timed out waiting for peer rank " +
+                      std::to_string(req->peer) + " (" + what + std::to_string(req->bytes) +
+                      " bytes of " + describeFrameTag(req->tag) +
+                      "); the peer is stuck, dead or running another op (see COLLIE_TIMEOUT_MS)");
+}
+
+Status Poller::progressUntilAny(Request* const* reqs, size_t n, const Deadline& deadline,
+                                const char* op) {
+  auto anyDone = [&] {
+    for (size_t i = 0; i < n; ++i)
+      if (reqs[i]->done) return true;
+    return false;
+  };
+  uint64_t spinUntil = nowNs() + static_cast<uint64_t>(spinUs_) * 1000;
+  for (;;) {
+    bool progressed = false;
+    COLLIE_RETURN_IF_ERROR(progressAll(&progressed));
+    if (anyDone()) return Status::ok();
+    if (progressed) {
+      spinUntil = nowNs() + static_cast<uint64_t>(spinUs_) * 1000;
+      continue;
+    }
+    if (abort_ != nullptr && abort_->load(std::memory_order_relaxed))
+      return Status(collieRemoteError, std::string(op) + ": aborted by collieCommAbort");
+    if (nowNs() < spinUntil) continue;
+    if (deadline.expired()) {
+      for (size_t i = 0; i < n; ++i)
+        if (!reqs[i]->done) return timedOut(reqs[i], op);
+    }
+    COLLIE_RETURN_IF_ERROR(sleepOnFds(deadline.remainingMs(abort_ ? 50 : 200)));
+  }
+}
+
+Status Poller::wait(Request* req, const Deadline& deadline, const char* op) {
+  Request* one[1] = {req};
+  return progressUntilAny(one, 1, deadline, op);
+}
+
+}  // namespace collie

@@ -1,0 +1,204 @@
+// TCP transport set-up: listening, the authenticated hello, and the full mesh of connections.
+#include "transports/tcp/tcp_transport.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "src/base/log.h"
+#include "transports/tcp/tcp_connection.h"
+
+namespace collie {
+
+namespace {
+
+constexpr uint32_t kHelloMagic = 0x434c4849;  // "CLHI"
+constexpr uint32_t kHelloVersion = 1;
+
+struct Hello {
+  uint32_t magic;
+  uint32_t version;
+  uint8_t secret[16];
+  uint64_t commId;
+  int32_t from, to, sockIdx, nsocks, nranks;
+  uint32_t pad;
+};
+static_assert(sizeof(Hello) == 56, "hello is 56 bytes");
+
+// A connection accepted but not yet identified.
+struct Pending {
+  int fd;
+  Hello hello;
+  size_t got;
+  std::string from;
+};
+
+bool secretEqual(const uint8_t* a, const uint8_t* b) {
+  uint8_t diff = 0;  // constant time, so a stranger learns nothing from timing
+  for (int i = 0; i < 16; ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+std::string peerName(int fd) {
+  SockAddr a;
+  a.len = sizeof(a.ss);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&a.ss), &a.len) != 0) return "?";
+  return a.toString();
+}
+
+}  // namespace
+
+TcpTransport::~TcpTransport() {
+  if (listenFd_ >= 0) close(listenFd_);
+}
+
+StatusOr<std::unique_ptr<TcpTransport>> TcpTransport::create(const Identity& id,
+                                                              const TcpOptions& opt,
+                                                              SockAddr local) {
+  if (opt.nsocks < 1 || opt.nsocks > 64)
+    return invalidArgument("COLLIE_NSOCKS=" + std::to_string(opt.nsocks) + " must be 1..64");
+  std::unique_ptr<TcpTransport> t(new TcpTransport(id, opt));
+  local.setPort(0);
+  t->addr_ = local;
+  COLLIE_ASSIGN_OR_RETURN(t->listenFd_, listenOn(&t->addr_, 1024));
+  COLLIE_INFO(kLogNet, "tcp transport listening on %s", t->addr_.toString().c_str());
+  return t;
+}
+
+Status TcpTransport::connectAll(const std::vector<std::string>& addrs, const Deadline& deadline,
+                                std::vector<std::unique_ptr<Connection>>* conns) {
+  const int n = id_.nranks, me = id_.rank, ns = opt_.nsocks;
+  std::vector<std::vector<int>> fds(n, std::vector<int>(ns, -1));
+  auto closeAll = [&] {
+    for (auto& v : fds)
+      for (int fd : v)
+        if (fd >= 0) close(fd);
+  };
+  // Dial the higher ranks: their listeners are open before their address is published, so the
+  // connects complete from the backlog even while those ranks are still dialling others.
+  for (int p = me + 1; p < n; ++p) {
+    auto addr = parseSockAddr(addrs[p]);
+    if (!addr.isOk()) {
+      closeAll();
+      return addr.status().withContext("rank " + std::to_string(p) + "'s address");
+    }
+    for (int s = 0; s < ns; ++s) {
+      auto fd = connectWithRetry(addr.value(), deadline);
+      if (!fd.isOk()) {
+        closeAll();
+        return fd.status().withContext("rank " + std::to_string(me) + " connecting to peer rank " +
+                                       std::to_string(p));
+      }
+      fds[p][s] = fd.value();
+      Hello h{};
+      h.magic = kHelloMagic;
+      h.version = kHelloVersion;
+      memcpy(h.secret, id_.secret, 16);
+      h.commId = id_.commId;
+      h.from = me;
+      h.to = p;
+      h.sockIdx = s;
+      h.nsocks = ns;
+      h.nranks = n;
+      Status st = writeFull(fd.value(), &h, sizeof(h), deadline);
+      if (!st.isOk()) {
+        closeAll();
+        return st.withContext("hello to peer rank " + std::to_string(p));
+      }
+    }
+  }
+  Status st = acceptPeers(me * ns, deadline, &fds);
+  if (!st.isOk()) {
+    closeAll();
+    return st;
+  }
+  conns->clear();
+  conns->resize(n);
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    for (int fd : fds[p]) tuneSocket(fd, opt_.userTimeoutMs, opt_.bufBytes);
+    (*conns)[p].reset(new TcpConnection(p, me, id_.commId, fds[p], opt_));
+  }
+  return Status::ok();
+}
+
+Status TcpTransport::acceptPeers(int expected, const Deadline& deadline,
+                                 std::vector<std::vector<int>>* fds) {
+  std::vector<Pending> pending;
+  int have = 0;
+  auto drop = [&](size_t i, const char* why) {
+    COLLIE_WARN(kLogNet, "rank %d: dropped a connection from %s to the tcp transport: %s",
+                id_.rank, pending[i].from.c_str(), why);
+    close(pending[i].fd);
+    pending.erase(pending.begin() + i);
+  };
+  while (have < expected) {
+    std::vector<pollfd> pf;
+    pf.push_back({listenFd_, POLLIN, 0});
+    for (auto& p : pending) pf.push_back({p.fd, POLLIN, 0});
+    int ms = deadline.remainingMs(100);
+    if (ms == 0 && deadline.expired()) {
+      std::string missing;
+      for (int r = 0; r < id_.rank; ++r)
+        if ((*fds)[r][0] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      for (auto& p : pending) close(p.fd);
+      return timeoutError("rank " + std::to_string(id_.rank) +
+                          " timed out waiting for connections from peer ranks " + missing);
+    }
+    if (poll(pf.data(), pf.size(), ms) < 0 && errno != EINTR) return errnoStatus("poll", errno);
+    if (pf[0].revents & POLLIN) {
+      for (;;) {
+        int fd = accept4(listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) break;
+        pending.push_back(Pending{fd, {}, 0, peerName(fd)});
+      }
+    }
+    for (size_t i = pending.size(); i-- > 0;) {
+      Pending& p = pending[i];
+      ssize_t r = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, 0);
+      if (r == 0) {
+        drop(i, "closed before a complete hello");
+        continue;
+      }
+      if (r < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) drop(i, strerror(errno));
+        continue;
+      }
+      p.got += static_cast<size_t>(r);
+      if (p.got < sizeof(Hello)) continue;
+      const Hello& h = p.hello;
+      if (h.magic != kHelloMagic || h.version != kHelloVersion) {
+        drop(i, "not a Collie hello (garbage or another protocol)");
+      } else if (!secretEqual(h.secret, id_.secret) || h.commId != id_.commId) {
+        drop(i, "wrong secret or communicator id");
+      } else if (h.to != id_.rank || h.nranks != id_.nranks || h.from < 0 || h.from >= id_.rank ||
+                 h.nsocks != opt_.nsocks || h.sockIdx < 0 || h.sockIdx >= opt_.nsocks ||
+                 (*fds)[h.from][h.sockIdx] >= 0) {
+        drop(i, "hello does not fit this communicator (rank, size or COLLIE_NSOCKS differ)");
+      } else {
+        (*fds)[h.from][h.sockIdx] = p.fd;
+        ++have;
+        pending.erase(pending.begin() + i);
+      }
+    }
+  }
+  for (size_t i = pending.size(); i-- > 0;) drop(i, "unexpected extra connection");
+  return Status::ok();
+}
+
+void TcpTransport::dropStrangers() {
+  for (;;) {
+    int fd = accept4(listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    COLLIE_WARN(kLogNet,
+                "rank %d: dropped a connection from %s to the tcp transport: the communicator "
+                "is already connected (a stranger or a port scanner)",
+                id_.rank, peerName(fd).c_str());
+    close(fd);
+  }
+}
+
+}  // namespace collie

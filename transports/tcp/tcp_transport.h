@@ -1,0 +1,80 @@
+// TCP transport: a full mesh of non-blocking sockets (COLLIE_NSOCKS per peer), framed messages
+// with checked headers, large messages striped over all of a peer's sockets. Driven by whichever
+// thread runs the schedule; no thread of its own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/tcp/socket.h"
+#include "transports/transport.h"
+
+namespace collie {
+
+// Who we are, as proved to every peer in the connection handshake.
+struct Identity {
+  uint8_t secret[16] = {};
+  uint64_t commId = 0;
+  int rank = 0;
+  int nranks = 1;
+};
+
+struct TcpOptions {
+  int nsocks = 2;
+  size_t stripeBytes = 256 << 10;
+  int bufBytes = 4 << 20;
+  int64_t userTimeoutMs = 300000;
+};
+
+class TcpTransport : public Transport {
+ public:
+  ~TcpTransport() override;
+  const char* name() const override { return "tcp"; }
+
+  // Listens on `local` (its port is ignored: any free port).
+  static StatusOr<std::unique_ptr<TcpTransport>> create(const Identity& id, const TcpOptions& opt,
+                                                        SockAddr local);
+  // The address peers connect to, as "host:port" bytes.
+  std::string address() const { return addr_.toString(); }
+  // Connects to every peer (addrs[r] is rank r's address): this rank dials higher ranks and
+  // accepts lower ones, checking each hello. Strangers are dropped with a WARN.
+  Status connectAll(const std::vector<std::string>& addrs, const Deadline& deadline,
+                    std::vector<std::unique_ptr<Connection>>* conns);
+  // After init every connection to the listener is a stranger: accept and drop each one.
+  int listenFd() const { return listenFd_; }
+  void dropStrangers();
+
+ private:
+  TcpTransport(const Identity& id, const TcpOptions& opt) : id_(id), opt_(opt) {}
+  Status acceptPeers(int expected, const Deadline& deadline, std::vector<std::vector<int>>* fds);
+
+  Identity id_;
+  TcpOptions opt_;
+  SockAddr addr_;
+  int listenFd_ = -1;
+};
+
+// Exposed for tests and fuzzing: the wire header of every frame.
+struct FrameHeader {
+  uint32_t magic;
+  uint32_t tag;
+  uint64_t commId;
+  uint64_t seq;
+  uint64_t count;
+  uint64_t len;
+  uint8_t coll, dtype, op, algo;
+  int32_t root;
+};
+static_assert(sizeof(FrameHeader) == 48, "wire header is 48 bytes");
+constexpr uint32_t kFrameMagic = 0x434c4644;  // "CLFD"
+constexpr uint32_t kAbortMagic = 0x434c4142;  // "CLAB"
+constexpr size_t kMaxAbortPayload = 4096;
+
+FrameHeader encodeFrame(uint64_t commId, const FrameTag& t, uint64_t len);
+// Compares a received header with what the receiver expects; the Status names the peer.
+Status checkFrame(const FrameHeader& h, uint64_t commId, const FrameTag& expect, uint64_t len,
+                  int peer);
+
+}  // namespace collie

@@ -1,0 +1,95 @@
+// The transport interface. A Transport hands out its local address as bytes and connects to a
+// peer's bytes; the communicator moves those bytes through the Store. A Connection moves tagged
+// frames to and from one peer asynchronously; algorithms see nothing but Connections.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <poll.h>
+
+#include "src/base/status.h"
+#include "src/base/time.h"
+
+namespace collie {
+
+// What every frame of a collective carries besides its length; the receiver checks all of it so
+// that ranks running different ops, counts or dtypes get a clear error, never a wrong answer.
+struct FrameTag {
+  uint64_t seq = 0;    // per-communicator op sequence number
+  uint64_t count = 0;  // the op's element count as the caller gave it
+  uint32_t tag = 0;    // algorithm step/chunk
+  uint8_t coll = 0;    // Collective
+  uint8_t dtype = 0;   // collieDataType_t
+  uint8_t op = 0;      // collieRedOp_t
+  uint8_t algo = 0;    // which algorithm's schedule this frame belongs to
+  int32_t root = -1;
+};
+
+// Describes a tag for messages: "allreduce count 12 float sum (seq 3)".
+std::string describeFrameTag(const FrameTag& t);
+
+// One asynchronous send or receive. Owned by the caller; must outlive its completion.
+struct Request {
+  bool done = false;
+  int partsLeft = 0;  // transport-private: pieces still in flight (striping)
+  Status status;
+  size_t bytes = 0;
+  int peer = -1;
+  bool isSend = false;
+  FrameTag tag;
+};
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual int peer() const = 0;
+  // Queue a send of bytes from buf; buf must stay valid and unchanged until req->done.
+  virtual Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) = 0;
+  // Queue a receive of exactly bytes into buf; a frame of another length or tag is an error.
+  virtual Status irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) = 0;
+  // Moves queued work forward without blocking; sets *progressed when anything moved.
+  // An error here (peer closed, garbled frame, abort from the peer) fails the connection.
+  virtual Status progress(bool* progressed) = 0;
+  // File descriptors to wait on when nothing progresses (events: POLLIN/POLLOUT as needed).
+  virtual void appendPollFds(std::vector<struct pollfd>* fds) const = 0;
+  // Tells the peer this communicator failed and why, best effort, without blocking long.
+  virtual void sendAbort(const std::string& reason) = 0;
+  // Optional capability: a mapping of the peer's registered staging buffer (shm, cuda_ipc).
+  virtual void* peerBuffer() { return nullptr; }
+  virtual bool hasPending() const = 0;
+};
+
+// Drives a set of connections: progress all, spin a while, then sleep in poll() until a socket
+// is ready or the deadline passes. Used by whichever thread runs the schedule.
+class Poller {
+ public:
+  // abortFlag (may be null): set by another thread to make every wait return an error.
+  Poller(std::vector<Connection*> conns, int64_t spinUs, const std::atomic<bool>* abortFlag)
+      : conns_(std::move(conns)), spinUs_(spinUs), abort_(abortFlag) {}
+  // Returns when req is done (its status), or an error from any connection, or a timeout
+  // naming req's peer and what was waited for.
+  Status wait(Request* req, const Deadline& deadline, const char* op);
+  // Returns when at least one of reqs completes, or as wait() does on error.
+  Status progressUntilAny(Request* const* reqs, size_t n, const Deadline& deadline, const char* op);
+  Status progressAll(bool* progressed);
+
+ private:
+  Status sleepOnFds(int timeoutMs);
+  std::vector<Connection*> conns_;
+  int64_t spinUs_;
+  const std::atomic<bool>* abort_;
+  std::vector<struct pollfd> fds_;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+};
+
+}  // namespace collie
