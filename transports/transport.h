@@ -62,6 +62,8 @@ class Connection {
   // Optional capability: a mapping of the peer's registered staging buffer (shm, cuda_ipc).
   virtual void* peerBuffer() { return nullptr; }
   virtual bool hasPending() const = 0;
+  // Before destruction after an abort: give the peer time to read it (bounded).
+  virtual void linger(const Deadline& deadline) {}
 };
 
 // Drives a set of connections: progress all, spin a while, then sleep in poll() until a socket

@@ -134,7 +134,8 @@ StatusOr<BootstrapInfo> bootstrapFromId(const collieUniqueId& raw, int nranks, i
   // lives exactly as long as that communicator.
   std::lock_guard<std::mutex> l(gServersMu);
   for (size_t i = 0; i < gServers.size(); ++i) {
-    if (gServers[i]->address().port() == id.port && rank == 0) {
+    if (gServers[i]->address().port() == id.port && rank == 0 &&
+        gServers[i]->ownedByThisProcess()) {
       b.server = std::move(gServers[i]);
       gServers.erase(gServers.begin() + i);
       break;
@@ -170,7 +171,7 @@ StatusOr<BootstrapInfo> bootstrapFromEnv() {
   b.serveStore = b.rank == 0;
   // The secret: COLLIE_SECRET when the launcher made one (collie-run does), else derived from
   // what every rank of this job shares — enough to turn away strangers and other jobs.
-  std::string basis = std::string(host) + ":" + port + "/" + n;
+  std::string basis = std::string(host) + ":" + port;
   if (const char* s = firstEnv({"COLLIE_SECRET"}, nullptr)) basis += "/secret=" + std::string(s);
   if (const char* j = firstEnv({"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid",
                                 "PMIX_NAMESPACE"},

@@ -217,6 +217,9 @@ CommImpl::~CommImpl() {
     qCv_.notify_all();
     progress_.join();
   }
+  Deadline linger = Deadline::afterMs(1000);
+  for (auto& c : conns_)
+    if (c) c->linger(linger);
   conns_.clear();
   tcp_.reset();
   store_.reset();

@@ -245,12 +245,21 @@ StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(SockAddr bindAddr,
   s->wakeFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (s->wakeFd_ < 0) return errnoStatus("eventfd", errno);
   COLLIE_INFO(kLogStore, "store serving on %s", s->addr_.toString().c_str());
+  s->ownerPid_ = getpid();
   StoreServer* raw = s.get();
   s->thread_ = std::thread([raw] { raw->loop(); });
   return s;
 }
 
+bool StoreServer::ownedByThisProcess() const { return ownerPid_ == getpid(); }
+
 void StoreServer::stop() {
+  if (thread_.joinable() && !ownedByThisProcess()) {
+    // A forked copy: the thread lives in the parent only; leave the parent's sockets alone.
+    thread_.detach();
+    impl_.reset();
+    return;
+  }
   if (thread_.joinable()) {
     uint64_t one = 1;
     ssize_t w = write(wakeFd_, &one, sizeof(one));

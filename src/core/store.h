@@ -57,6 +57,8 @@ class StoreServer {
   ~StoreServer();
   static StatusOr<std::unique_ptr<StoreServer>> start(SockAddr bindAddr, const StoreAuth& auth);
   const SockAddr& address() const { return addr_; }
+  // True in the process that started it (a forked child holds a copy without the thread).
+  bool ownedByThisProcess() const;
   void stop();
 
  private:
@@ -67,6 +69,7 @@ class StoreServer {
   SockAddr addr_;
   int listenFd_ = -1;
   int wakeFd_ = -1;
+  int ownerPid_ = -1;
   std::thread thread_;
 };
 

@@ -98,7 +98,8 @@ uint16_t encode16(Format16 f, double v) {
   if (a == 0) return sign;
   const int e = std::ilogb(a);
   if (e < minNormalExp(f)) {
-    return static_cast<uint16_t>(sign | static_cast<int>(std::ldexp(a, f.fracBits - minNormalExp(f))));
+    return static_cast<uint16_t>(sign |
+                                 static_cast<int>(std::ldexp(a, f.fracBits - minNormalExp(f))));
   }
   const int m = static_cast<int>(std::ldexp(a, f.fracBits - e)) - (1 << f.fracBits);
   return static_cast<uint16_t>(sign | ((e + f.bias) << f.fracBits) | m);
@@ -175,8 +176,8 @@ void checkTies(Format16 f, uint16_t (*toFormat)(float)) {
       const uint16_t b = static_cast<uint16_t>((lo + 1) | sign);  // maxBits + 1 is infinity
       const double va = decode16(f, a);
       const double vb = decode16(f, b);
-      const double mid = lo == maxBits ? va + (va - decode16(f, static_cast<uint16_t>(a - 1))) / 2
-                                       : (va + vb) / 2;
+      const double mid =
+          lo == maxBits ? va + (va - decode16(f, static_cast<uint16_t>(a - 1))) / 2 : (va + vb) / 2;
       const float fm = static_cast<float>(mid);
       ASSERT_EQ(static_cast<double>(fm), mid) << "midpoint not exact in f32";
       ASSERT_EQ(toFormat(fm), (lo & 1) ? b : a) << std::hex << "tie between " << a << " and " << b;
@@ -199,14 +200,14 @@ TEST(HalfConversion, OverflowUnderflowAndSpecials) {
   EXPECT_EQ(floatToHalf(-1e10f), 0xFC00);
   EXPECT_EQ(floatToHalf(INFINITY), 0x7C00);
   EXPECT_EQ(floatToHalf(-INFINITY), 0xFC00);
-  EXPECT_EQ(floatToHalf(0x1p-24f), 0x0001);   // smallest subnormal
-  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);   // tie with 0 goes to 0
+  EXPECT_EQ(floatToHalf(0x1p-24f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);  // tie with 0 goes to 0
   EXPECT_EQ(floatToHalf(0x1.000002p-25f), 0x0001);
-  EXPECT_EQ(floatToHalf(-0x1p-26f), 0x8000);  // underflow keeps the sign
+  EXPECT_EQ(floatToHalf(-0x1p-26f), 0x8000);     // underflow keeps the sign
   EXPECT_EQ(floatToHalf(0x1.ff8p-15f), 0x03FF);  // the largest subnormal
   EXPECT_EQ(floatToHalf(0x1.ffcp-15f), 0x0400);  // a tie that rounds up out of the subnormals
   EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
-  EXPECT_EQ(floatToHalf(1e-45f), 0x0000);  // f32 subnormal
+  EXPECT_EQ(floatToHalf(1e-45f), 0x0000);                                // f32 subnormal
   EXPECT_TRUE(isNan16(kHalf, floatToHalf(floatFromBits(0x7F800001u))));  // payload in low bits
   EXPECT_TRUE(isNan16(kHalf, floatToHalf(floatFromBits(0xFFC00000u))));
   EXPECT_TRUE(std::isnan(halfToFloat(0x7C01)));
@@ -219,8 +220,8 @@ TEST(Bf16Conversion, OverflowAndSpecials) {
   EXPECT_EQ(floatToBf16(floatFromBits(0x7F7F7FFFu)), 0x7F7F);
   EXPECT_EQ(floatToBf16(floatFromBits(0x7F7F8000u)), 0x7F80);  // tie, 0x7F7F is odd
   EXPECT_EQ(floatToBf16(-INFINITY), 0xFF80);
-  EXPECT_EQ(floatToBf16(floatFromBits(0x00008000u)), 0x0000);  // f32 subnormal tie to 0
-  EXPECT_EQ(floatToBf16(floatFromBits(0x00018000u)), 0x0002);  // tie up to even
+  EXPECT_EQ(floatToBf16(floatFromBits(0x00008000u)), 0x0000);            // f32 subnormal tie to 0
+  EXPECT_EQ(floatToBf16(floatFromBits(0x00018000u)), 0x0002);            // tie up to even
   EXPECT_TRUE(isNan16(kBf16, floatToBf16(floatFromBits(0x7F800001u))));  // low payload only
   EXPECT_TRUE(isNan16(kBf16, floatToBf16(floatFromBits(0xFF800001u))));
   EXPECT_EQ(floatToBf16(floatFromBits(0xFF800001u)) & 0x8000, 0x8000);
@@ -462,7 +463,8 @@ void checkReduce(collieDataType_t dtype, collieRedOp_t op, size_t n, Placement p
   const size_t bytes = n * sizeof(S);
   size_t offA = 0, offB = 0, offD = 0;
   if (placement == Placement::kUnalignedByByte) offA = 1, offB = 3, offD = 5;
-  if (placement == Placement::kUnalignedByElement) offA = sizeof(S), offB = 2 * sizeof(S), offD = 3 * sizeof(S);
+  if (placement == Placement::kUnalignedByElement)
+    offA = sizeof(S), offB = 2 * sizeof(S), offD = 3 * sizeof(S);
   if (placement == Placement::kInPlaceA || placement == Placement::kInPlaceB) offA = 1, offB = 2;
   GuardedBuffer bufA(bytes, offA), bufB(bytes, offB), bufD(bytes, offD);
   for (size_t i = 0; i < n; ++i) {
@@ -499,8 +501,9 @@ template <typename R>
 void checkAllShapes(collieDataType_t dtype, collieRedOp_t op) {
   uint64_t seed = 1000 * static_cast<uint64_t>(dtype) + static_cast<uint64_t>(op);
   for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{31}, size_t{33}}) {
-    for (Placement p : {Placement::kAligned, Placement::kUnalignedByByte,
-                        Placement::kUnalignedByElement, Placement::kInPlaceA, Placement::kInPlaceB}) {
+    for (Placement p :
+         {Placement::kAligned, Placement::kUnalignedByByte, Placement::kUnalignedByElement,
+          Placement::kInPlaceA, Placement::kInPlaceB}) {
       checkReduce<R>(dtype, op, n, p, ++seed);
     }
   }
@@ -508,7 +511,8 @@ void checkAllShapes(collieDataType_t dtype, collieRedOp_t op) {
   checkReduce<R>(dtype, op, 1000003, Placement::kUnalignedByByte, ++seed);
   checkReduce<R>(dtype, op, 1000003, Placement::kInPlaceA, ++seed);
   // Every length up to a few vector blocks, so each size of the last partial block is covered.
-  for (size_t n = 2; n <= 70; ++n) checkReduce<R>(dtype, op, n, Placement::kUnalignedByByte, ++seed);
+  for (size_t n = 2; n <= 70; ++n)
+    checkReduce<R>(dtype, op, n, Placement::kUnalignedByByte, ++seed);
 }
 
 void checkAllShapesFor(collieDataType_t dtype, collieRedOp_t op) {
@@ -556,13 +560,13 @@ std::vector<collieRedOp_t> allOps() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllDtypesAndOps, ReduceTest,
-    testing::Combine(testing::ValuesIn(allDtypes()), testing::ValuesIn(allOps())),
-    [](const testing::TestParamInfo<ReduceTest::ParamType>& info) {
-      return std::string(dtypeName(std::get<0>(info.param))) + "_" +
-             redOpName(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, ReduceTest,
+                         testing::Combine(testing::ValuesIn(allDtypes()),
+                                          testing::ValuesIn(allOps())),
+                         [](const testing::TestParamInfo<ReduceTest::ParamType>& info) {
+                           return std::string(dtypeName(std::get<0>(info.param))) + "_" +
+                                  redOpName(std::get<1>(info.param));
+                         });
 
 // ---------------------------------------------------------------------------------------------
 // Named cases: each states one rule of the contract.
@@ -596,8 +600,8 @@ TEST(ReduceIntegers, ProdWrapsAround) {
             (std::vector<int8_t>{0, -128, 1}));
   EXPECT_EQ(reduced<uint8_t>({16, 255}, {17, 255}, collieUint8, collieProd),
             (std::vector<uint8_t>{16, 1}));
-  EXPECT_EQ(reduced<int32_t>({65536, std::numeric_limits<int32_t>::min()}, {65536, -1},
-                             collieInt32, collieProd),
+  EXPECT_EQ(reduced<int32_t>({65536, std::numeric_limits<int32_t>::min()}, {65536, -1}, collieInt32,
+                             collieProd),
             (std::vector<int32_t>{0, std::numeric_limits<int32_t>::min()}));
   EXPECT_EQ(reduced<uint32_t>({0x10001u}, {0x10001u}, collieUint32, collieProd),
             (std::vector<uint32_t>{0x20001u}));
@@ -609,12 +613,13 @@ TEST(ReduceIntegers, ProdWrapsAround) {
 }
 
 TEST(ReduceIntegers, MaxMinCompareWithTheSignOfTheType) {
-  EXPECT_EQ(reduced<int8_t>({-1, 5}, {1, -128}, collieInt8, collieMax), (std::vector<int8_t>{1, 5}));
+  EXPECT_EQ(reduced<int8_t>({-1, 5}, {1, -128}, collieInt8, collieMax),
+            (std::vector<int8_t>{1, 5}));
   EXPECT_EQ(reduced<uint8_t>({255, 5}, {1, 128}, collieUint8, collieMax),
             (std::vector<uint8_t>{255, 128}));
-  EXPECT_EQ(reduced<int64_t>({-1, 5}, {1, std::numeric_limits<int64_t>::min()}, collieInt64,
-                             collieMin),
-            (std::vector<int64_t>{-1, std::numeric_limits<int64_t>::min()}));
+  EXPECT_EQ(
+      reduced<int64_t>({-1, 5}, {1, std::numeric_limits<int64_t>::min()}, collieInt64, collieMin),
+      (std::vector<int64_t>{-1, std::numeric_limits<int64_t>::min()}));
   EXPECT_EQ(reduced<uint64_t>({~0ull, 5}, {1, 6}, collieUint64, collieMin),
             (std::vector<uint64_t>{1, 5}));
   EXPECT_EQ(reduced<uint32_t>({0x80000000u}, {1u}, collieUint32, collieMax),
@@ -734,7 +739,8 @@ TEST(ReduceFloats, OverflowGivesInfinity) {
   EXPECT_EQ(reduced<uint16_t>({0x7F7F}, {0x7F7F}, collieBfloat16, collieSum),
             (std::vector<uint16_t>{0x7F80}));
   const float fmax = std::numeric_limits<float>::max();
-  EXPECT_EQ(reduced<float>({fmax}, {fmax}, collieFloat32, collieSum), (std::vector<float>{INFINITY}));
+  EXPECT_EQ(reduced<float>({fmax}, {fmax}, collieFloat32, collieSum),
+            (std::vector<float>{INFINITY}));
 }
 
 TEST(ReduceFloats, HalfAndBf16RoundTiesToEven) {
@@ -770,7 +776,9 @@ void checkIdentityOnEveryPattern(collieDataType_t dtype, Format16 f) {
   }
 }
 
-TEST(ReduceFloats, HalfIdentityOnEveryPattern) { checkIdentityOnEveryPattern(collieFloat16, kHalf); }
+TEST(ReduceFloats, HalfIdentityOnEveryPattern) {
+  checkIdentityOnEveryPattern(collieFloat16, kHalf);
+}
 TEST(ReduceFloats, Bf16IdentityOnEveryPattern) {
   checkIdentityOnEveryPattern(collieBfloat16, kBf16);
 }
@@ -815,7 +823,9 @@ TEST(ScaleForAvg, F64MultipliesByTheReciprocal) {
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(bitsOf(x[i]), bitsOf(orig[i] * (1.0 / 3))) << orig[i];
     // and it is the quotient to within an ulp
-    if (std::isfinite(orig[i])) EXPECT_LE(std::fabs(x[i] - orig[i] / 3), std::fabs(orig[i] / 3) * 0x1p-52) << orig[i];
+    if (std::isfinite(orig[i])) {
+      EXPECT_LE(std::fabs(x[i] - orig[i] / 3), std::fabs(orig[i] / 3) * 0x1p-52) << orig[i];
+    }
   }
   std::vector<double> n = {std::numeric_limits<double>::quiet_NaN()};
   scaleForAvg(n.data(), 1, collieFloat64, 4);

@@ -86,6 +86,28 @@ TcpConnection::~TcpConnection() {
     if (s.fd >= 0) close(s.fd);
 }
 
+void TcpConnection::linger(const Deadline& deadline) {
+  if (!abortSent_) return;
+  // Closing with unread data makes the kernel send a reset, and a reset makes the peer lose
+  // the abort frame still in its receive queue: it would then blame this rank instead of the
+  // rank that really failed. So: FIN after the abort, then read and discard until the peer
+  // closes too (it does once it has read the abort) or the deadline passes.
+  std::vector<pollfd> pf;
+  for (auto& s : socks_) {
+    shutdown(s.fd, SHUT_WR);
+    if (!s.eof) pf.push_back({s.fd, POLLIN, 0});
+  }
+  char sink[65536];
+  while (!pf.empty() && !deadline.expired()) {
+    if (poll(pf.data(), pf.size(), deadline.remainingMs(100)) <= 0) continue;
+    for (size_t i = pf.size(); i-- > 0;) {
+      if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t r = recv(pf[i].fd, sink, sizeof(sink), MSG_DONTWAIT);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) pf.erase(pf.begin() + i);
+    }
+  }
+}
+
 template <typename Fn>
 void TcpConnection::place(size_t bytes, size_t* rr, Fn&& fn) {
   size_t n = socks_.size();
@@ -287,8 +309,8 @@ bool TcpConnection::hasPending() const {
 }
 
 void TcpConnection::sendAbort(const std::string& reason) {
-  if (aborted_ || socks_.empty()) return;
-  aborted_ = true;
+  if (aborted_ || abortSent_ || socks_.empty()) return;
+  abortSent_ = true;
   // The abort goes on every socket that is at a frame boundary, so that whichever socket the
   // peer reads first tells it why; a socket mid-frame is skipped (the abort would be read as
   // body bytes) and the peer learns from the other sockets or from the close.

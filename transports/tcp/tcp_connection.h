@@ -24,6 +24,7 @@ class TcpConnection : public Connection {
   void appendPollFds(std::vector<pollfd>* fds) const override;
   void sendAbort(const std::string& reason) override;
   bool hasPending() const override;
+  void linger(const Deadline& deadline) override;
 
  private:
   struct SendItem {
@@ -67,7 +68,8 @@ class TcpConnection : public Connection {
   size_t sendRr_ = 0;  // round-robin cursor for unstriped sends
   size_t recvRr_ = 0;  // and for receives: both sides advance in the same order
   Status failed_;
-  bool aborted_ = false;
+  bool aborted_ = false;     // the peer sent us an abort
+  bool abortSent_ = false;   // we sent the peer one
 };
 
 }  // namespace collie

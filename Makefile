@@ -1,0 +1,45 @@
+# The two quick-start commands: `make run` (set-up, build, the main job) and `make test`.
+# Each installs the Debian packages it lacks, configures and builds Release in build/.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+RANKS      ?= 4
+CMAKE_ARGS ?=
+# Too slow under the sanitizers to be worth it: the largest matrix worlds (run above unsanitized).
+SANITIZE_SKIP = RingMatrix.*/n(5|8)$$
+
+BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev
+
+.PHONY: all deps build run test test-unit test-multiproc test-sanitize clean
+
+all: build
+
+deps:
+	@bash tools/install_deps.sh $(BUILD_PACKAGES)
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: the bus-bandwidth table of a 4-rank AllReduce, 8 B to 64 MiB, checked.
+run: build
+	$(BUILD)/bin/collie-run -n $(RANKS) $(BUILD)/bin/collie-perf -b 8 -e 64M -f 4 -c 1
+
+# Unit tests in parallel, multi-process tests one at a time (they time real deadlines), then
+# the same under AddressSanitizer and UndefinedBehaviorSanitizer.
+test: build
+	cd $(BUILD) && ctest -L unit -j $(JOBS) --output-on-failure
+	cd $(BUILD) && ctest -L multiproc --output-on-failure
+	$(MAKE) test-sanitize
+
+test-sanitize: deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCOLLIE_SANITIZE=address,undefined $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 && \
+	  ctest -L unit -j $(JOBS) --output-on-failure && \
+	  ctest -L multiproc -E '$(SANITIZE_SKIP)' --output-on-failure
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

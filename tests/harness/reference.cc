@@ -1,0 +1,118 @@
+// Generator and reference for collective tests.
+#include "tests/harness/reference.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "src/base/dtype.h"
+#include "src/reduce/reduce.h"
+
+namespace collie {
+namespace testing {
+
+static bool isUnsigned(collieDataType_t t) {
+  return t == collieUint8 || t == collieUint32 || t == collieUint64;
+}
+
+double inputValue(collieDataType_t t, collieRedOp_t op, int r, size_t i, int n) {
+  const size_t ur = static_cast<size_t>(r);
+  switch (op) {
+    case collieProd:
+      // One rank contributes a 2 per element, the others +-1: |product| <= 2 for any n.
+      if (i % static_cast<size_t>(n) == ur) return 2;
+      return (!isUnsigned(t) && (ur + i) % 3 == 0) ? -1 : 1;
+    case collieMin:
+    case collieMax: {
+      double v = static_cast<double>((ur * 37 + i * 11) % 201);
+      return isUnsigned(t) ? v : v - 100;
+    }
+    default: {  // sum, avg
+      double v = static_cast<double>((ur * 7 + i * 13) % 9);
+      if (!isUnsigned(t)) v -= 4;
+      // Quarters are exact in half, float and double at these magnitudes; bfloat16 has too few
+      // mantissa bits for 64.75, so it gets integers.
+      if (t == collieFloat16 || t == collieFloat32 || t == collieFloat64)
+        v += 0.25 * static_cast<double>((ur + i) % 4);
+      return v;
+    }
+  }
+}
+
+double expectedValue(collieDataType_t t, collieRedOp_t op, size_t i, int n) {
+  double acc = inputValue(t, op, 0, i, n);
+  for (int r = 1; r < n; ++r) {
+    double v = inputValue(t, op, r, i, n);
+    if (op == collieProd) acc *= v;
+    else if (op == collieMin) acc = std::fmin(acc, v);
+    else if (op == collieMax) acc = std::fmax(acc, v);
+    else acc += v;
+  }
+  if (op == collieAvg) acc = isFloatDtype(t) ? acc / n : std::trunc(acc / n);
+  return acc;
+}
+
+double loadAsDouble(const void* buf, collieDataType_t t, size_t i) {
+  switch (t) {
+    case collieInt8: return static_cast<const int8_t*>(buf)[i];
+    case collieUint8: return static_cast<const uint8_t*>(buf)[i];
+    case collieInt32: return static_cast<const int32_t*>(buf)[i];
+    case collieUint32: return static_cast<const uint32_t*>(buf)[i];
+    case collieInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case collieUint64: return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
+    case collieFloat16: return halfToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case collieFloat32: return static_cast<const float*>(buf)[i];
+    case collieFloat64: return static_cast<const double*>(buf)[i];
+    case collieBfloat16: return bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
+    default: return NAN;
+  }
+}
+
+void storeFromDouble(void* buf, collieDataType_t t, size_t i, double v) {
+  switch (t) {
+    case collieInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
+    case collieUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
+    case collieInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
+    case collieUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
+    case collieInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
+    case collieUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
+    case collieFloat16: static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v)); break;
+    case collieFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case collieFloat64: static_cast<double*>(buf)[i] = v; break;
+    case collieBfloat16: static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v)); break;
+    default: break;
+  }
+}
+
+void fillInput(void* buf, collieDataType_t t, collieRedOp_t op, int rank, size_t count, int n) {
+  for (size_t i = 0; i < count; ++i) storeFromDouble(buf, t, i, inputValue(t, op, rank, i, n));
+}
+
+static double tolerance(collieDataType_t t, collieRedOp_t op) {
+  if (op != collieAvg) return 0;  // every other result is exact by construction
+  switch (t) {
+    case collieFloat16: return 1e-3;
+    case collieBfloat16: return 8e-3;
+    case collieFloat32: return 1e-6;
+    case collieFloat64: return 1e-12;
+    default: return 0;
+  }
+}
+
+size_t countWrong(const void* buf, collieDataType_t t, collieRedOp_t op, size_t count, int n,
+                  std::string* firstBad) {
+  size_t wrong = 0;
+  const double tol = tolerance(t, op);
+  for (size_t i = 0; i < count; ++i) {
+    double got = loadAsDouble(buf, t, i), want = expectedValue(t, op, i, n);
+    double err = std::fabs(got - want);
+    if (err <= tol * std::fmax(1.0, std::fabs(want))) continue;
+    if (wrong++ == 0 && firstBad)
+      *firstBad = "element " + std::to_string(i) + " is " + std::to_string(got) + ", expected " +
+                  std::to_string(want);
+  }
+  return wrong;
+}
+
+}  // namespace testing
+}  // namespace collie

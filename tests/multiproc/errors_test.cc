@@ -1,0 +1,260 @@
+// Bad input and misuse: every case gets its documented code and a message, never a crash or a
+// hang. Ranks that disagree on count or dtype get an error on every rank.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collie/collie.h"
+#include "collie/collie.hpp"
+#include "src/base/time.h"
+#include "tests/harness/process_world.h"
+
+namespace collie {
+namespace testing {
+namespace {
+
+// A one-rank communicator made through the unique-id path, for local argument checks.
+collieComm_t oneRankComm() {
+  collieUniqueId id;
+  EXPECT_EQ(collieGetUniqueId(&id), collieSuccess) << collieGetLastError(nullptr);
+  collieComm_t c = nullptr;
+  EXPECT_EQ(collieCommInitRank(&c, 1, id, 0), collieSuccess) << collieGetLastError(nullptr);
+  return c;
+}
+
+class ErrorsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("COLLIE_SOCKET_IFNAME", "lo", 1); }
+};
+
+TEST_F(ErrorsTest, BadArgumentsGetInvalidArgumentWithMessage) {
+  collieComm_t c = oneRankComm();
+  ASSERT_NE(c, nullptr);
+  float buf[4] = {1, 2, 3, 4};
+  auto expectErr = [&](collieResult_t got, collieResult_t want, const char* needle) {
+    EXPECT_EQ(got, want) << collieGetErrorString(got);
+    EXPECT_NE(std::string(collieGetLastError(c)).find(needle), std::string::npos)
+        << "message: " << collieGetLastError(c);
+  };
+  expectErr(collieAllReduce(nullptr, buf, 4, collieFloat32, collieSum, c, nullptr),
+            collieInvalidArgument, "sendbuff is NULL");
+  expectErr(collieAllReduce(buf, nullptr, 4, collieFloat32, collieSum, c, nullptr),
+            collieInvalidArgument, "recvbuff is NULL");
+  expectErr(collieAllReduce(buf, buf, SIZE_MAX / 2, collieFloat32, collieSum, c, nullptr),
+            collieInvalidArgument, "overflows");
+  expectErr(collieAllReduce(buf, buf, SIZE_MAX, collieInt8, collieSum, c, nullptr),
+            collieInvalidArgument, "overflows");
+  expectErr(collieAllReduce(buf, buf, 4, static_cast<collieDataType_t>(42), collieSum, c, nullptr),
+            collieInvalidArgument, "unknown datatype");
+  expectErr(collieAllReduce(buf, buf, 4, static_cast<collieDataType_t>(-1), collieSum, c, nullptr),
+            collieInvalidArgument, "unknown datatype");
+  expectErr(collieAllReduce(buf, buf, 4, collieFloat32, static_cast<collieRedOp_t>(17), c, nullptr),
+            collieInvalidArgument, "unknown reduction op");
+  expectErr(collieAllReduce(buf, buf + 1, 3, collieFloat32, collieSum, c, nullptr),
+            collieInvalidArgument, "overlap");
+  int fakeStream = 0;
+  expectErr(collieAllReduce(buf, buf, 4, collieFloat32, collieSum, c, &fakeStream),
+            collieInvalidArgument, "stream");
+  // Null buffers with count 0 are fine, as in NCCL.
+  EXPECT_EQ(collieAllReduce(nullptr, nullptr, 0, collieFloat32, collieSum, c, nullptr),
+            collieSuccess);
+  // After all that the communicator still works.
+  float out[4];
+  EXPECT_EQ(collieAllReduce(buf, out, 4, collieFloat32, collieMax, c, nullptr), collieSuccess);
+  EXPECT_EQ(out[3], 4.0f);
+  EXPECT_EQ(collieCommDestroy(c), collieSuccess);
+}
+
+TEST_F(ErrorsTest, DestroyedAndNullCommunicatorsAreRejected) {
+  collieComm_t c = oneRankComm();
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(collieCommDestroy(c), collieSuccess);
+  float buf[1] = {1};
+  EXPECT_EQ(collieAllReduce(buf, buf, 1, collieFloat32, collieSum, c, nullptr),
+            collieInvalidUsage);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("not a live communicator"),
+            std::string::npos);
+  EXPECT_EQ(collieCommDestroy(c), collieInvalidUsage);
+  EXPECT_EQ(collieCommAbort(c), collieInvalidUsage);
+  int n = 0;
+  EXPECT_EQ(collieCommCount(c, &n), collieInvalidUsage);
+  EXPECT_EQ(collieCommCount(nullptr, &n), collieInvalidArgument);
+  EXPECT_EQ(collieAllReduce(buf, buf, 1, collieFloat32, collieSum, nullptr, nullptr),
+            collieInvalidArgument);
+  EXPECT_EQ(collieCommDestroy(nullptr), collieInvalidArgument);
+}
+
+TEST_F(ErrorsTest, BadInitArguments) {
+  collieUniqueId id;
+  ASSERT_EQ(collieGetUniqueId(&id), collieSuccess);
+  collieComm_t c = nullptr;
+  EXPECT_EQ(collieCommInitRank(&c, 2, id, 2), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("out of range"), std::string::npos);
+  EXPECT_EQ(collieCommInitRank(&c, 2, id, -1), collieInvalidArgument);
+  EXPECT_EQ(collieCommInitRank(&c, 0, id, 0), collieInvalidArgument);
+  EXPECT_EQ(collieCommInitRank(nullptr, 1, id, 0), collieInvalidArgument);
+  collieUniqueId garbage;
+  memset(&garbage, 0x7f, sizeof(garbage));
+  EXPECT_EQ(collieCommInitRank(&c, 1, garbage, 0), collieInvalidArgument);
+  EXPECT_NE(std::string(collieGetLastError(nullptr)).find("unique id"), std::string::npos);
+  EXPECT_EQ(collieGetUniqueId(nullptr), collieInvalidArgument);
+  int v = 0;
+  EXPECT_EQ(collieGetVersion(&v), collieSuccess);
+  EXPECT_EQ(v, COLLIE_VERSION_CODE);
+  EXPECT_STREQ(collieGetErrorString(collieTimeout), "operation timed out");
+}
+
+TEST_F(ErrorsTest, InitFromEnvWithoutEnvironmentIsAClearError) {
+  WorldOptions opt;
+  opt.setRankEnv = false;
+  auto out = runWorld(1, opt, [](int, Reporter& rep) {
+    unsetenv("RANK");
+    unsetenv("WORLD_SIZE");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("SLURM_PROCID");
+    unsetenv("PMI_RANK");
+    unsetenv("PMIX_RANK");
+    collieComm_t c = nullptr;
+    collieResult_t r = collieCommInitFromEnv(&c);
+    if (r != collieInvalidArgument) rep.fail("want invalid argument, got " + std::to_string(r));
+    if (std::string(collieGetLastError(nullptr)).find("RANK") == std::string::npos)
+      rep.fail(std::string("message does not say RANK: ") + collieGetLastError(nullptr));
+    setenv("RANK", "0", 1);
+    setenv("WORLD_SIZE", "1", 1);
+    unsetenv("MASTER_ADDR");
+    if (collieCommInitFromEnv(&c) != collieInvalidArgument ||
+        std::string(collieGetLastError(nullptr)).find("MASTER_ADDR") == std::string::npos)
+      rep.fail(std::string("missing MASTER_ADDR: ") + collieGetLastError(nullptr));
+  });
+  expectAllPassed(out);
+}
+
+// Ranks calling with different counts or dtypes: every rank returns an error (no hang, no
+// wrong answer); ranks that see the mismatch say collieInvalidUsage, and the rest learn it from
+// them.
+void disagree(int n, int oddRank, bool byDtype) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "20000"}};
+  auto out = runWorld(n, opt, [=](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    std::vector<int32_t> buf(4096, 1);
+    size_t count = (!byDtype && rank == oddRank) ? 2048 : 4096;
+    collieDataType_t dt = (byDtype && rank == oddRank) ? collieInt32 : collieFloat32;
+    Deadline d = Deadline::afterMs(10000);
+    collieResult_t r = collieAllReduce(buf.data(), buf.data(), count, dt, collieSum, c, nullptr);
+    std::string msg = collieGetLastError(c);
+    if (r == collieSuccess) rep.fail("allreduce succeeded although ranks disagree");
+    if (d.expired()) rep.fail("took longer than 10 s to fail");
+    if (msg.find("disagree") == std::string::npos) rep.fail("message lacks 'disagree': " + msg);
+    rep.note(std::to_string(r));
+    collieCommAbort(c);
+  });
+  expectAllPassed(out);
+  int usage = 0;
+  for (const auto& o : out) {
+    ASSERT_EQ(o.notes.size(), 1u) << o.output;
+    int code = std::stoi(o.notes[0]);
+    EXPECT_TRUE(code == collieInvalidUsage || code == collieRemoteError) << code;
+    usage += code == collieInvalidUsage;
+  }
+  EXPECT_GE(usage, 1);
+}
+
+TEST_F(ErrorsTest, RanksDisagreeOnCount2) { disagree(2, 1, false); }
+TEST_F(ErrorsTest, RanksDisagreeOnCount3) { disagree(3, 2, false); }
+TEST_F(ErrorsTest, RanksDisagreeOnDtype4) { disagree(4, 0, true); }
+
+TEST_F(ErrorsTest, DisagreeingWorldSizeIsInvalidUsage) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_CONNECT_TIMEOUT_MS", "5000"}};
+  auto out = runWorld(2, opt, [](int rank, Reporter& rep) {
+    if (rank == 1) setenv("WORLD_SIZE", "3", 1);
+    collieComm_t c = nullptr;
+    collieResult_t r = collieCommInitFromEnv(&c);
+    std::string msg = collieGetLastError(nullptr);
+    if (r == collieSuccess) return rep.fail("init succeeded with different world sizes");
+    if (rank == 0 && (r != collieInvalidUsage || msg.find("agree on the size") == std::string::npos))
+      rep.fail("rank 0: " + std::to_string(r) + " " + msg);
+  });
+  expectAllPassed(out);
+}
+
+TEST_F(ErrorsTest, MissingRankAtRendezvousIsNamed) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_CONNECT_TIMEOUT_MS", "1500"}};
+  auto out = runWorld(3, opt, [](int rank, Reporter& rep) {
+    if (rank == 2) return;  // never arrives
+    Deadline d = Deadline::afterMs(1500 + 4000);
+    collieComm_t c = nullptr;
+    collieResult_t r = collieCommInitFromEnv(&c);
+    std::string msg = collieGetLastError(nullptr);
+    if (r != collieTimeout) rep.fail("want timeout, got " + std::to_string(r) + ": " + msg);
+    if (msg.find("never arrived: 2") == std::string::npos) rep.fail("rank 2 not named: " + msg);
+    if (d.expired()) rep.fail("took too long");
+  });
+  expectAllPassed(out);
+}
+
+TEST_F(ErrorsTest, SilentPeerTimesOutNamingIt) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "1000"}};
+  auto out = runWorld(2, opt, [](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    if (rank == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(4000));  // never calls
+      collieCommDestroy(c);
+      return;
+    }
+    float x[1024] = {};
+    Deadline d = Deadline::afterMs(1000 + 2000);
+    collieResult_t r = collieAllReduce(x, x, 1024, collieFloat32, collieSum, c, nullptr);
+    std::string msg = collieGetLastError(c);
+    if (r != collieTimeout) rep.fail("want timeout, got " + std::to_string(r) + ": " + msg);
+    if (msg.find("peer rank 0") == std::string::npos || msg.find("on rank 1") == std::string::npos)
+      rep.fail("message lacks the ranks: " + msg);
+    if (d.expired()) rep.fail("error came later than deadline + 2 s");
+    // The communicator stays failed: the next op says so at once.
+    if (collieAllReduce(x, x, 1024, collieFloat32, collieSum, c, nullptr) == collieSuccess)
+      rep.fail("op after a failure succeeded");
+    collieResult_t async = collieSuccess;
+    collieCommGetAsyncError(c, &async);
+    if (async != collieTimeout) rep.fail("async error is " + std::to_string(async));
+    collieCommAbort(c);
+  });
+  expectAllPassed(out);
+}
+
+TEST_F(ErrorsTest, AbortUnblocksAPendingAllReduce) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "30000"}};
+  auto out = runWorld(2, opt, [](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+      collieCommDestroy(c);
+      return;
+    }
+    std::thread aborter([c] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      collieCommAbort(c);
+    });
+    float x[64] = {};
+    Deadline d = Deadline::afterMs(2000);
+    collieResult_t r = collieAllReduce(x, x, 64, collieFloat32, collieSum, c, nullptr);
+    aborter.join();
+    if (r == collieSuccess) rep.fail("allreduce succeeded after abort");
+    if (d.expired()) rep.fail("abort did not unblock the op within 2 s");
+  });
+  expectAllPassed(out);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace collie

@@ -1,0 +1,197 @@
+// Faults over real processes: a rank SIGKILLed in the middle of an AllReduce, and strangers
+// throwing garbage at the store and transport ports while a communicator works.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collie/collie.h"
+#include "src/base/time.h"
+#include "tests/harness/process_world.h"
+#include "tests/harness/reference.h"
+
+namespace collie {
+namespace testing {
+namespace {
+
+constexpr int kTimeoutMs = 3000;
+
+// The victim kills itself from a second thread while its main thread is inside large
+// AllReduces; every survivor must fail within the deadline + 2 s naming the victim.
+void killMidOp(int n, int victim) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TIMEOUT_MS", std::to_string(kTimeoutMs)}};
+  auto out = runWorld(n, opt, [=](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    std::vector<float> buf(16 << 20, 1.0f);  // 64 MiB: each op takes a while over TCP
+    if (rank == victim) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        kill(getpid(), SIGKILL);
+      }).detach();
+    }
+    for (int iter = 0; iter < 1000; ++iter) {
+      uint64_t t0 = nowNs();
+      collieResult_t r = collieAllReduce(buf.data(), buf.data(), buf.size(), collieFloat32,
+                                         collieMax, c, nullptr);
+      double ms = (nowNs() - t0) / 1e6;
+      if (r == collieSuccess) continue;
+      std::string msg = collieGetLastError(c);
+      std::string dead = "peer rank " + std::to_string(victim);
+      if (msg.find(dead) == std::string::npos) rep.fail("error does not name " + dead + ": " + msg);
+      if (msg.find("on rank " + std::to_string(rank)) == std::string::npos)
+        rep.fail("error does not name the local rank: " + msg);
+      if (msg.find("allreduce") == std::string::npos) rep.fail("error does not name the op: " + msg);
+      if (ms > kTimeoutMs + 2000) rep.fail("failed after " + std::to_string(ms) + " ms");
+      rep.note("failed after " + std::to_string(ms) + " ms: " + msg);
+      collieCommAbort(c);
+      return;
+    }
+    rep.fail("every op succeeded although a rank was killed");
+  });
+  for (const auto& o : out) {
+    if (o.rank == victim) {
+      EXPECT_TRUE(o.signaled) << "the victim was meant to die of SIGKILL";
+      continue;
+    }
+    EXPECT_EQ(o.exitCode, 0) << "rank " << o.rank << ":\n" << o.output;
+    for (const auto& f : o.failures) ADD_FAILURE() << "rank " << o.rank << ": " << f;
+    EXPECT_EQ(o.notes.size(), 1u) << "rank " << o.rank << " did not report its error";
+  }
+}
+
+TEST(Faults, SigkillOneOfTwoRanksMidAllReduce) { killMidOp(2, 1); }
+TEST(Faults, SigkillOneOfFourRanksMidAllReduce) { killMidOp(4, 2); }
+TEST(Faults, SigkillRankZeroOfFour) { killMidOp(4, 0); }
+
+// Listening TCP ports owned by the given processes (from /proc: their socket inodes matched
+// against /proc/net/tcp entries in LISTEN state).
+std::set<int> listeningPorts(const std::vector<int>& pids) {
+  std::set<std::string> inodes;
+  for (int pid : pids) {
+    std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+    DIR* d = opendir(dir.c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      char link[256];
+      ssize_t n = readlink((dir + "/" + e->d_name).c_str(), link, sizeof(link) - 1);
+      if (n <= 0) continue;
+      link[n] = 0;
+      if (strncmp(link, "socket:[", 8) == 0) inodes.insert(std::string(link + 8, strlen(link) - 9));
+    }
+    closedir(d);
+  }
+  std::set<int> ports;
+  FILE* f = fopen("/proc/net/tcp", "r");
+  if (!f) return ports;
+  char line[512];
+  if (!fgets(line, sizeof(line), f)) {
+    fclose(f);
+    return ports;
+  }
+  while (fgets(line, sizeof(line), f)) {
+    unsigned localPort = 0, state = 0;
+    char inode[64];
+    if (sscanf(line, "%*d: %*8X:%4X %*8X:%*4X %2X %*s %*s %*s %*s %*s %63s", &localPort, &state,
+               inode) == 3 &&
+        state == 0x0A && inodes.count(inode))
+      ports.insert(static_cast<int>(localPort));
+  }
+  fclose(f);
+  return ports;
+}
+
+void throwGarbageAt(int port, int kind) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+    char junk[300];
+    for (size_t i = 0; i < sizeof(junk); ++i) junk[i] = static_cast<char>(i * 37 + kind);
+    if (kind == 1) memcpy(junk, "CLHI", 4);  // a plausible magic, then nonsense
+    if (kind == 2) memcpy(junk, "GET / HTTP/1.0\r\n\r\n", 18);
+    if (kind != 3) send(fd, junk, sizeof(junk), MSG_NOSIGNAL);  // kind 3: connect and close
+  }
+  close(fd);
+}
+
+TEST(Faults, StrangersAreDroppedWhileFourRanksAllReduce) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "30000"}, {"COLLIE_DEBUG", "WARN"}};
+  std::atomic<int> hits{0};
+  // The world forks from this thread; the stranger starts right after, aimed at every listening
+  // port of the rank processes (found like a port scanner would, plus the store's port).
+  auto body = [](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail(collieGetLastError(nullptr));
+    const size_t count = 100003;
+    std::vector<float> in(count), out(count);
+    for (int iter = 0; iter < 40; ++iter) {
+      fillInput(in.data(), collieFloat32, collieSum, rank, count, 4);
+      if (collieAllReduce(in.data(), out.data(), count, collieFloat32, collieSum, c, nullptr) !=
+          collieSuccess)
+        return rep.fail(collieGetLastError(c));
+      std::string bad;
+      if (countWrong(out.data(), collieFloat32, collieSum, count, 4, &bad))
+        rep.fail("wrong result: " + bad);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    collieCommDestroy(c);
+  };
+  // Run the world in a child so this process can scan while it runs.
+  pid_t world = fork();
+  if (world == 0) {
+    auto out = runWorld(4, opt, body);
+    int bad = 0;
+    for (const auto& o : out) {
+      bad += o.exitCode != 0 || !o.failures.empty();
+      for (const auto& f : o.failures) fprintf(stderr, "rank %d: %s\n", o.rank, f.c_str());
+      if (o.exitCode != 0) fprintf(stderr, "rank %d output:\n%s\n", o.rank, o.output.c_str());
+    }
+    bool warned = false;
+    for (const auto& o : out) warned |= o.output.find("dropped a connection") != std::string::npos;
+    if (!warned) fprintf(stderr, "no rank logged a WARN about a dropped stranger\n");
+    _exit(bad == 0 && warned ? 0 : 1);
+  }
+  Deadline until = Deadline::afterMs(60000);
+  int kind = 0;
+  int status = 0;
+  while (waitpid(world, &status, WNOHANG) == 0 && !until.expired()) {
+    std::vector<int> all;  // the world process and its ranks
+    all.push_back(world);
+    if (FILE* f = fopen(("/proc/" + std::to_string(world) + "/task/" + std::to_string(world) +
+                         "/children").c_str(), "r")) {
+      int p;
+      while (fscanf(f, "%d", &p) == 1) all.push_back(p);
+      fclose(f);
+    }
+    for (int port : listeningPorts(all)) {
+      throwGarbageAt(port, kind++ % 4);
+      ++hits;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (until.expired()) kill(world, SIGKILL), waitpid(world, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the ranks failed or logged no WARN under a stranger's garbage (see stderr)";
+  EXPECT_GT(hits.load(), 10) << "the stranger found no ports to hit";
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace collie

@@ -1,0 +1,115 @@
+// The Store: the in-process HashStore and the TCP store server with its client, including
+// deadlines and strangers.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "src/core/store.h"
+
+namespace collie {
+namespace {
+
+SockAddr loopback() {
+  auto a = resolveHost("127.0.0.1", 0);
+  EXPECT_TRUE(a.isOk());
+  return a.value();
+}
+
+StoreAuth auth(uint8_t seed) {
+  StoreAuth a;
+  for (int i = 0; i < 16; ++i) a.secret[i] = static_cast<uint8_t>(seed + i);
+  a.commId = 0x1234 + seed;
+  return a;
+}
+
+void exerciseStore(Store& s) {
+  ASSERT_TRUE(s.set("a", "1").isOk());
+  auto v = s.get("a", Deadline::afterMs(1000));
+  ASSERT_TRUE(v.isOk());
+  EXPECT_EQ(v.value(), "1");
+  auto missing = s.get("nope", Deadline::afterMs(100));
+  EXPECT_EQ(missing.status().code(), collieTimeout);
+  EXPECT_EQ(s.add("n", 2).value(), 2);
+  EXPECT_EQ(s.add("n", 3).value(), 5);
+  std::vector<std::string> miss;
+  Status w = s.wait({"a", "b", "c"}, Deadline::afterMs(100), &miss);
+  EXPECT_EQ(w.code(), collieTimeout);
+  EXPECT_EQ(miss, (std::vector<std::string>{"b", "c"}));
+  // A value with every byte value in it survives the trip.
+  std::string bin(256, '\0');
+  for (int i = 0; i < 256; ++i) bin[i] = static_cast<char>(i);
+  ASSERT_TRUE(s.set("bin", bin).isOk());
+  EXPECT_EQ(s.get("bin", Deadline::afterMs(1000)).value(), bin);
+}
+
+TEST(HashStore, SetGetAddWait) {
+  HashStore s;
+  exerciseStore(s);
+}
+
+TEST(TcpStore, SetGetAddWait) {
+  auto srv = StoreServer::start(loopback(), auth(1));
+  ASSERT_TRUE(srv.isOk()) << srv.status().toString();
+  auto c = TcpStore::connect(srv.value()->address(), auth(1), Deadline::afterMs(2000));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  exerciseStore(*c.value());
+}
+
+TEST(TcpStore, BlockedGetIsAnsweredWhenTheKeyArrives) {
+  auto srv = StoreServer::start(loopback(), auth(2));
+  ASSERT_TRUE(srv.isOk());
+  auto a = TcpStore::connect(srv.value()->address(), auth(2), Deadline::afterMs(2000));
+  auto b = TcpStore::connect(srv.value()->address(), auth(2), Deadline::afterMs(2000));
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  std::thread setter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    b.value()->set("late", "here");
+  });
+  auto v = a.value()->get("late", Deadline::afterMs(5000));
+  setter.join();
+  ASSERT_TRUE(v.isOk()) << v.status().toString();
+  EXPECT_EQ(v.value(), "here");
+}
+
+TEST(TcpStore, WrongSecretIsRefusedAndGarbageDropped) {
+  auto srv = StoreServer::start(loopback(), auth(3));
+  ASSERT_TRUE(srv.isOk());
+  auto bad = TcpStore::connect(srv.value()->address(), auth(4), Deadline::afterMs(2000));
+  EXPECT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().code(), collieRemoteError);
+  // Raw garbage, and a connection that says nothing and leaves.
+  for (int k = 0; k < 3; ++k) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    const SockAddr& a = srv.value()->address();
+    ASSERT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&a.ss), a.len), 0);
+    char junk[100];
+    memset(junk, 0x41 + k, sizeof(junk));
+    if (k != 2) send(fd, junk, sizeof(junk), MSG_NOSIGNAL);
+    close(fd);
+  }
+  auto good = TcpStore::connect(srv.value()->address(), auth(3), Deadline::afterMs(2000));
+  ASSERT_TRUE(good.isOk()) << good.status().toString();
+  EXPECT_TRUE(good.value()->set("k", "v").isOk());
+  EXPECT_EQ(good.value()->get("k", Deadline::afterMs(1000)).value(), "v");
+}
+
+TEST(TcpStore, ConnectToNobodyTimesOut) {
+  SockAddr a = loopback();
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  bind(fd, reinterpret_cast<sockaddr*>(&a.ss), a.len);  // reserve a port, never listen
+  socklen_t l = sizeof(a.ss);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a.ss), &l);
+  auto c = TcpStore::connect(a, auth(5), Deadline::afterMs(300));
+  close(fd);
+  EXPECT_FALSE(c.isOk());
+  EXPECT_EQ(c.status().code(), collieTimeout) << c.status().toString();
+}
+
+}  // namespace
+}  // namespace collie

@@ -1,0 +1,137 @@
+// The TCP transport between threads over loopback: the full mesh, framed transfers of every
+// size (striped and not), and a closed peer reported by rank.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "transports/tcp/tcp_transport.h"
+
+namespace collie {
+namespace {
+
+struct Mesh {
+  std::vector<std::unique_ptr<TcpTransport>> transports;
+  std::vector<std::vector<std::unique_ptr<Connection>>> conns;  // [rank][peer]
+};
+
+Mesh connectMesh(int n, int nsocks) {
+  Mesh m;
+  Identity id;
+  memset(id.secret, 7, 16);
+  id.commId = 99;
+  id.nranks = n;
+  TcpOptions opt;
+  opt.nsocks = nsocks;
+  opt.stripeBytes = 4096;
+  std::vector<std::string> addrs;
+  auto lo = resolveHost("127.0.0.1", 0);
+  for (int r = 0; r < n; ++r) {
+    id.rank = r;
+    auto t = TcpTransport::create(id, opt, lo.value());
+    EXPECT_TRUE(t.isOk()) << t.status().toString();
+    addrs.push_back(t.value()->address());
+    m.transports.push_back(t.take());
+  }
+  m.conns.resize(n);
+  std::vector<std::thread> th;
+  std::vector<Status> st(n);
+  for (int r = 0; r < n; ++r)
+    th.emplace_back([&, r] {
+      st[r] = m.transports[r]->connectAll(addrs, Deadline::afterMs(5000), &m.conns[r]);
+    });
+  for (auto& t : th) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_TRUE(st[r].isOk()) << st[r].toString();
+  return m;
+}
+
+FrameTag tagOf(uint32_t step) {
+  FrameTag t;
+  t.seq = 1;
+  t.count = 5;
+  t.tag = step;
+  return t;
+}
+
+TEST(TcpTransport, ThreeRanksExchangeEverySizeStripedAndNot) {
+  for (int nsocks : {1, 3}) {
+    Mesh m = connectMesh(3, nsocks);
+    const size_t sizes[] = {0, 1, 17, 4095, 4096, 65537, 3 << 20};
+    std::vector<std::thread> th;
+    std::vector<int> bad(3, 0);
+    for (int r = 0; r < 3; ++r) {
+      th.emplace_back([&, r] {
+        int to = (r + 1) % 3, from = (r + 2) % 3;
+        std::vector<Connection*> all{m.conns[r][to].get(), m.conns[r][from].get()};
+        Poller poller(all, 20, nullptr);
+        uint32_t step = 0;
+        for (size_t n : sizes) {
+          std::vector<unsigned char> out(n), in(n, 0);
+          for (size_t i = 0; i < n; ++i) out[i] = static_cast<unsigned char>(i * 31 + r);
+          Request sr, rr;
+          ASSERT_TRUE(m.conns[r][to]->isend(out.data(), n, tagOf(step), &sr).isOk());
+          ASSERT_TRUE(m.conns[r][from]->irecv(in.data(), n, tagOf(step), &rr).isOk());
+          Status s = poller.wait(&rr, Deadline::afterMs(5000), "test");
+          if (s.isOk()) s = poller.wait(&sr, Deadline::afterMs(5000), "test");
+          ASSERT_TRUE(s.isOk()) << s.toString();
+          for (size_t i = 0; i < n; ++i)
+            if (in[i] != static_cast<unsigned char>(i * 31 + from)) ++bad[r];
+          ++step;
+        }
+      });
+    }
+    for (auto& t : th) t.join();
+    EXPECT_EQ(bad, (std::vector<int>{0, 0, 0})) << "nsocks " << nsocks;
+  }
+}
+
+TEST(TcpTransport, ClosedPeerIsAnErrorNamingIt) {
+  Mesh m = connectMesh(2, 2);
+  char buf[64];
+  Request rr;
+  ASSERT_TRUE(m.conns[0][1]->irecv(buf, sizeof(buf), tagOf(0), &rr).isOk());
+  m.conns[1].clear();  // rank 1 goes away
+  Poller poller({m.conns[0][1].get()}, 0, nullptr);
+  Status s = poller.wait(&rr, Deadline::afterMs(3000), "test");
+  EXPECT_EQ(s.code(), collieRemoteError) << s.toString();
+  EXPECT_NE(s.message().find("peer rank 1"), std::string::npos) << s.message();
+}
+
+TEST(TcpTransport, SilentPeerTimesOutNamingIt) {
+  Mesh m = connectMesh(2, 1);
+  char buf[64];
+  Request rr;
+  ASSERT_TRUE(m.conns[1][0]->irecv(buf, sizeof(buf), tagOf(0), &rr).isOk());
+  Poller poller({m.conns[1][0].get()}, 0, nullptr);
+  Status s = poller.wait(&rr, Deadline::afterMs(200), "allreduce");
+  EXPECT_EQ(s.code(), collieTimeout);
+  EXPECT_NE(s.message().find("peer rank 0"), std::string::npos) << s.message();
+}
+
+TEST(TcpTransport, AbortFromPeerCarriesItsReason) {
+  Mesh m = connectMesh(2, 2);
+  char buf[64];
+  Request rr;
+  ASSERT_TRUE(m.conns[0][1]->irecv(buf, sizeof(buf), tagOf(0), &rr).isOk());
+  m.conns[1][0]->sendAbort("rank 1 lost peer rank 7");
+  Poller poller({m.conns[0][1].get()}, 0, nullptr);
+  Status s = poller.wait(&rr, Deadline::afterMs(3000), "test");
+  EXPECT_EQ(s.code(), collieRemoteError);
+  EXPECT_NE(s.message().find("peer rank 1 aborted: rank 1 lost peer rank 7"), std::string::npos)
+      << s.message();
+}
+
+TEST(TcpTransport, WrongLengthFrameIsInvalidUsage) {
+  Mesh m = connectMesh(2, 1);
+  char out[100] = {}, in[64];
+  Request sr, rr;
+  ASSERT_TRUE(m.conns[1][0]->isend(out, sizeof(out), tagOf(0), &sr).isOk());
+  ASSERT_TRUE(m.conns[0][1]->irecv(in, sizeof(in), tagOf(0), &rr).isOk());
+  Poller poller({m.conns[0][1].get(), m.conns[1][0].get()}, 0, nullptr);
+  Status s = poller.wait(&rr, Deadline::afterMs(3000), "test");
+  EXPECT_EQ(s.code(), collieInvalidUsage) << s.toString();
+}
+
+}  // namespace
+}  // namespace collie
