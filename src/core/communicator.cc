@@ -145,9 +145,14 @@ Status CommImpl::init(BootstrapInfo info) {
   for (int r = 0; r < nranks_; ++r) keys.push_back("rank/" + std::to_string(r));
   Status w = store_->wait(keys, deadline, &missing);
   if (!w.isOk()) {
-    if (w.code() != collieTimeout) return w.withContext(where);
     std::vector<int> ranks;
     for (const auto& k : missing) ranks.push_back(atoi(k.c_str() + 5));
+    if (w.code() != collieTimeout) {
+      // Typically the store's rank gave up first; say who was missing all the same.
+      if (ranks.empty()) return w.withContext(where);
+      return Status(w.code(), where + ": rendezvous failed (" + w.message() +
+                                  "); ranks never arrived: " + joinRanks(ranks));
+    }
     return timeoutError(where + ": rendezvous timed out after " + std::to_string(connectMs) +
                         " ms; ranks never arrived: " + joinRanks(ranks) +
                         " (see COLLIE_CONNECT_TIMEOUT_MS / COLLIE_TIMEOUT_MS)");

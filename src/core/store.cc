@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "src/base/log.h"
 
@@ -443,19 +444,27 @@ StatusOr<int64_t> TcpStore::add(const std::string& key, int64_t delta) {
 
 Status TcpStore::wait(const std::vector<std::string>& keys, const Deadline& deadline,
                       std::vector<std::string>* missing) {
-  for (const auto& k : keys) {
-    auto r = get(k, deadline);
-    if (r.isOk()) continue;
-    if (r.status().code() != collieTimeout) return r.status();
+  // Polls with CHECK (backing off to 50 ms) rather than blocking in GETs: the client then always
+  // knows which keys are still missing, even if the server is gone by the deadline.
+  std::vector<std::string> miss = keys;
+  int sleepMs = 1;
+  for (;;) {
     uint8_t code = 0;
-    auto c = call(kCheck, joinLines(keys), "", 0, Deadline::afterMs(10000), &code);
-    if (c.isOk() && missing) {
-      std::string s = c.value();
-      *missing = splitLines(s.substr(s.find('\n') + 1));
+    auto c = call(kCheck, joinLines(miss), "", 0, Deadline::afterMs(10000), &code);
+    if (!c.isOk()) {
+      if (missing) *missing = miss;
+      return c.status();
     }
-    return r.status();
+    const std::string& s = c.value();
+    miss = splitLines(s.substr(s.find('\n') + 1));
+    if (miss.empty()) return Status::ok();
+    if (deadline.expired()) {
+      if (missing) *missing = miss;
+      return timeoutError("store: " + std::to_string(miss.size()) + " keys never appeared");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(sleepMs, deadline.remainingMs())));
+    sleepMs = std::min(sleepMs * 2, 50);
   }
-  return Status::ok();
 }
 
 }  // namespace collie

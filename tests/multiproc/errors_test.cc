@@ -193,7 +193,10 @@ TEST_F(ErrorsTest, MissingRankAtRendezvousIsNamed) {
     collieComm_t c = nullptr;
     collieResult_t r = collieCommInitFromEnv(&c);
     std::string msg = collieGetLastError(nullptr);
-    if (r != collieTimeout) rep.fail("want timeout, got " + std::to_string(r) + ": " + msg);
+    // Rank 0 serves the store: it times out. The others time out too, or see the store go
+    // away when rank 0 gives up a moment before them; either way they name rank 2.
+    if (r != collieTimeout && !(rank != 0 && r == collieRemoteError))
+      rep.fail("want timeout, got " + std::to_string(r) + ": " + msg);
     if (msg.find("never arrived: 2") == std::string::npos) rep.fail("rank 2 not named: " + msg);
     if (d.expired()) rep.fail("took too long");
   });
