@@ -161,6 +161,17 @@ StatusOr<BootstrapInfo> bootstrapFromEnv() {
   b.how = std::string("environment (") + rankVar + "/" + sizeVar + ")";
   const char* host = getenv("MASTER_ADDR");
   const char* port = getenv("MASTER_PORT");
+  std::string derivedPort;
+  const char* localSize = firstEnv({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}, nullptr);
+  const char* job = firstEnv({"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_JOB_ID"}, nullptr);
+  if ((host == nullptr || *host == '\0') && (port == nullptr || *port == '\0') &&
+      localSize != nullptr && job != nullptr && strcmp(localSize, n) == 0) {
+    // mpirun/srun on one host without MASTER_*: rank 0 is on this host; every rank derives the
+    // same port from the job id (a clash with a busy port is reported by rank 0 at bind).
+    host = "127.0.0.1";
+    derivedPort = std::to_string(20000 + fnv1a(std::string("port/") + job) % 30000);
+    port = derivedPort.c_str();
+  }
   if (host == nullptr || port == nullptr || *host == '\0' || *port == '\0')
     return invalidArgument(
         "collieCommInitFromEnv: MASTER_ADDR and MASTER_PORT must name the host and a free port "

@@ -92,6 +92,22 @@ Status CommImpl::init(BootstrapInfo info) {
                             std::to_string(nranks_) + " (" + info.how + ", store " +
                             info.storeAddr.toString() + ")";
   Deadline deadline = Deadline::afterMs(connectMs);
+  algos_ = buildAlgorithms();
+  std::string want = params().getString("COLLIE_ALGO");
+  if (!want.empty() && want != "auto") {
+    for (auto& a : algos_)
+      if (want == a->name()) forced_ = a.get();
+    if (forced_ == nullptr) {
+      std::string have;
+      for (auto& a : algos_) have += std::string(have.empty() ? "" : ", ") + a->name();
+      return invalidArgument(where + ": COLLIE_ALGO=" + want + " is not an algorithm of this build (" +
+                             have + ")");
+    }
+  }
+  std::string transports = params().getString("COLLIE_TRANSPORT");
+  if (!transports.empty() && ("," + transports + ",").find(",tcp,") == std::string::npos)
+    return invalidArgument(where + ": COLLIE_TRANSPORT=" + transports +
+                           " leaves no transport this build has (tcp)");
 
   if (info.server) {
     server_ = std::move(info.server);
@@ -195,18 +211,6 @@ Status CommImpl::init(BootstrapInfo info) {
   if (getenv("COLLIE_SPIN_US") == nullptr && cores > 0 && localRanks_ > static_cast<int>(cores))
     spinUs = 0;
   poller_.reset(new Poller(all, spinUs, &aborting_));
-  algos_ = buildAlgorithms();
-  std::string want = params().getString("COLLIE_ALGO");
-  if (!want.empty() && want != "auto") {
-    for (auto& a : algos_)
-      if (want == a->name()) forced_ = a.get();
-    if (forced_ == nullptr) {
-      std::string have;
-      for (auto& a : algos_) have += std::string(have.empty() ? "" : ", ") + a->name();
-      return invalidArgument(where + ": COLLIE_ALGO=" + want + " is not an algorithm of this build (" +
-                             have + ")");
-    }
-  }
   COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer)", rank_,
               nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks);
   progress_ = std::thread([this] { progressLoop(); });

@@ -2,6 +2,8 @@
 // hang. Ranks that disagree on count or dtype get an error on every rank.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -254,6 +256,57 @@ TEST_F(ErrorsTest, AbortUnblocksAPendingAllReduce) {
     aborter.join();
     if (r == collieSuccess) rep.fail("allreduce succeeded after abort");
     if (d.expired()) rep.fail("abort did not unblock the op within 2 s");
+  });
+  expectAllPassed(out);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace collie
+
+namespace collie {
+namespace testing {
+namespace {
+
+TEST(EnvInit, UnknownAlgorithmOrTransportIsRejectedAtInit) {
+  for (auto kv : std::vector<std::pair<std::string, std::string>>{{"COLLIE_ALGO", "bogus"},
+                                                                 {"COLLIE_TRANSPORT", "shm"}}) {
+    WorldOptions opt;
+    opt.env = {kv};
+    auto out = runWorld(1, opt, [kv](int, Reporter& rep) {
+      collieComm_t c = nullptr;
+      collieResult_t r = collieCommInitFromEnv(&c);
+      std::string msg = collieGetLastError(nullptr);
+      if (r != collieInvalidArgument || msg.find(kv.first + "=" + kv.second) == std::string::npos)
+        rep.fail(std::to_string(r) + ": " + msg);
+    });
+    expectAllPassed(out);
+  }
+}
+
+// What mpirun puts in the environment (no MASTER_*): ranks on one host find each other.
+TEST(EnvInit, MpirunStyleEnvironmentOnOneHost) {
+  WorldOptions opt;
+  opt.setRankEnv = false;
+  std::string job = std::to_string(1000000 + getpid());
+  auto out = runWorld(3, opt, [job](int rank, Reporter& rep) {
+    unsetenv("RANK");
+    unsetenv("WORLD_SIZE");
+    unsetenv("MASTER_ADDR");
+    unsetenv("MASTER_PORT");
+    setenv("OMPI_COMM_WORLD_RANK", std::to_string(rank).c_str(), 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3", 1);
+    setenv("OMPI_MCA_ess_base_jobid", job.c_str(), 1);
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail(collieGetLastError(nullptr));
+    int r = -1;
+    collieCommUserRank(c, &r);
+    if (r != rank) rep.fail("rank " + std::to_string(r));
+    int64_t v = rank + 1;
+    if (collieAllReduce(&v, &v, 1, collieInt64, collieSum, c, nullptr) != collieSuccess || v != 6)
+      rep.fail("allreduce under mpirun-style env");
+    collieCommDestroy(c);
   });
   expectAllPassed(out);
 }
