@@ -1,6 +1,8 @@
 // What the C and C++ API implementations share: communicator checks and argument validation.
 #pragma once
 
+#include <cstring>
+
 #include "algorithms/algorithm.h"
 #include "collie/collie.h"
 #include "src/base/status.h"
@@ -12,7 +14,20 @@ class CommImpl;
 // Ok when comm is a live communicator of this process.
 Status checkComm(const collieComm* comm);
 CommImpl* commImpl(collieComm_t comm);
-// Null buffers, unknown dtype/op, byte counts that overflow, partially overlapping buffers.
-Status checkCollArgs(const CollArgs& args, int nranks);
+// Builds the arguments of a collective from what the user passed, checking them all: null
+// buffers, unknown dtype/op, byte counts that overflow, partially overlapping buffers. dtype and
+// op arrive as raw enum bits (see enumBits) so that a value outside the enum is never loaded as
+// one.
+Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype,
+                    int op, int root, int nranks, CollArgs* out);
+
+// The bits of an enum argument as an int, read without loading an out-of-range enum value.
+template <typename E>
+int enumBits(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
+  int v;
+  memcpy(&v, &e, sizeof(v));
+  return v;
+}
 
 }  // namespace collie

@@ -70,12 +70,22 @@ Status checkComm(const collieComm* comm) {
 
 CommImpl* commImpl(collieComm_t comm) { return comm->impl.get(); }
 
-Status checkCollArgs(const CollArgs& a, int nranks) {
-  const char* op = collectiveName(a.coll);
-  if (!validDtype(a.dtype))
-    return invalidArgument(std::string(op) + ": unknown datatype " + std::to_string(a.dtype));
-  if (a.coll != Collective::kAllGather && a.coll != Collective::kBroadcast && !validRedOp(a.op))
-    return invalidArgument(std::string(op) + ": unknown reduction op " + std::to_string(a.op));
+Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype,
+                    int redop, int root, int nranks, CollArgs* out) {
+  const char* op = collectiveName(coll);
+  if (!validDtype(dtype))
+    return invalidArgument(std::string(op) + ": unknown datatype " + std::to_string(dtype));
+  bool reduces = coll != Collective::kAllGather && coll != Collective::kBroadcast;
+  if (reduces && !validRedOp(redop))
+    return invalidArgument(std::string(op) + ": unknown reduction op " + std::to_string(redop));
+  CollArgs& a = *out;
+  a.coll = coll;
+  a.send = send;
+  a.recv = recv;
+  a.count = count;
+  a.dtype = static_cast<collieDataType_t>(dtype);
+  a.op = reduces ? static_cast<collieRedOp_t>(redop) : collieSum;
+  a.root = root;
   size_t esz = dtypeSize(a.dtype);
   if (a.count > static_cast<size_t>(PTRDIFF_MAX) / esz / static_cast<size_t>(nranks))
     return invalidArgument(std::string(op) + ": count " + std::to_string(a.count) +
@@ -194,18 +204,14 @@ collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t coun
                                void* stream) {
   return collie::guarded(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
-    collie::CollArgs a;
-    a.coll = collie::Collective::kAllReduce;
-    a.send = sendbuff;
-    a.recv = recvbuff;
-    a.count = count;
-    a.dtype = datatype;
-    a.op = op;
     if (stream != nullptr)
       return collie::invalidArgument(
           "allreduce: a stream was given but this build has no device support (pass NULL for "
           "host memory)");
-    COLLIE_RETURN_IF_ERROR(collie::checkCollArgs(a, comm->impl->size()));
+    collie::CollArgs a;
+    COLLIE_RETURN_IF_ERROR(collie::makeCollArgs(
+        collie::Collective::kAllReduce, sendbuff, recvbuff, count, collie::enumBits(datatype),
+        collie::enumBits(op), -1, comm->impl->size(), &a));
     return comm->impl->run(a);
   });
 }

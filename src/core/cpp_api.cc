@@ -80,13 +80,9 @@ Work Communicator::allreduceAsync(const void* send, void* recv, size_t count,
   Work w;
   Status s = checkComm(comm_);
   CollArgs a;
-  a.coll = Collective::kAllReduce;
-  a.send = send;
-  a.recv = recv;
-  a.count = count;
-  a.dtype = dtype;
-  a.op = op;
-  if (s.isOk()) s = checkCollArgs(a, commImpl(comm_)->size());
+  if (s.isOk())
+    s = makeCollArgs(Collective::kAllReduce, send, recv, count, enumBits(dtype), enumBits(op), -1,
+                     commImpl(comm_)->size(), &a);
   if (s.isOk()) s = commImpl(comm_)->runAsync(a, &w.state_);
   if (!s.isOk()) w.immediate_ = fromStatus(s);
   return w;

@@ -52,34 +52,47 @@ double expectedValue(collieDataType_t t, collieRedOp_t op, size_t i, int n) {
   return acc;
 }
 
+// Element access by memcpy: the tests use deliberately unaligned buffers.
+template <typename T>
+static T loadRaw(const void* buf, size_t i) {
+  T v;
+  memcpy(&v, static_cast<const char*>(buf) + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <typename T>
+static void storeRaw(void* buf, size_t i, T v) {
+  memcpy(static_cast<char*>(buf) + i * sizeof(T), &v, sizeof(T));
+}
+
 double loadAsDouble(const void* buf, collieDataType_t t, size_t i) {
   switch (t) {
-    case collieInt8: return static_cast<const int8_t*>(buf)[i];
-    case collieUint8: return static_cast<const uint8_t*>(buf)[i];
-    case collieInt32: return static_cast<const int32_t*>(buf)[i];
-    case collieUint32: return static_cast<const uint32_t*>(buf)[i];
-    case collieInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case collieUint64: return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
-    case collieFloat16: return halfToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case collieFloat32: return static_cast<const float*>(buf)[i];
-    case collieFloat64: return static_cast<const double*>(buf)[i];
-    case collieBfloat16: return bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case collieInt8: return loadRaw<int8_t>(buf, i);
+    case collieUint8: return loadRaw<uint8_t>(buf, i);
+    case collieInt32: return loadRaw<int32_t>(buf, i);
+    case collieUint32: return loadRaw<uint32_t>(buf, i);
+    case collieInt64: return static_cast<double>(loadRaw<int64_t>(buf, i));
+    case collieUint64: return static_cast<double>(loadRaw<uint64_t>(buf, i));
+    case collieFloat16: return halfToFloat(loadRaw<uint16_t>(buf, i));
+    case collieFloat32: return loadRaw<float>(buf, i);
+    case collieFloat64: return loadRaw<double>(buf, i);
+    case collieBfloat16: return bf16ToFloat(loadRaw<uint16_t>(buf, i));
     default: return NAN;
   }
 }
 
 void storeFromDouble(void* buf, collieDataType_t t, size_t i, double v) {
   switch (t) {
-    case collieInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
-    case collieUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
-    case collieInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case collieUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
-    case collieInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
-    case collieUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
-    case collieFloat16: static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v)); break;
-    case collieFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case collieFloat64: static_cast<double*>(buf)[i] = v; break;
-    case collieBfloat16: static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v)); break;
+    case collieInt8: storeRaw(buf, i, static_cast<int8_t>(v)); break;
+    case collieUint8: storeRaw(buf, i, static_cast<uint8_t>(v)); break;
+    case collieInt32: storeRaw(buf, i, static_cast<int32_t>(v)); break;
+    case collieUint32: storeRaw(buf, i, static_cast<uint32_t>(v)); break;
+    case collieInt64: storeRaw(buf, i, static_cast<int64_t>(v)); break;
+    case collieUint64: storeRaw(buf, i, static_cast<uint64_t>(v)); break;
+    case collieFloat16: storeRaw(buf, i, floatToHalf(static_cast<float>(v))); break;
+    case collieFloat32: storeRaw(buf, i, static_cast<float>(v)); break;
+    case collieFloat64: storeRaw(buf, i, v); break;
+    case collieBfloat16: storeRaw(buf, i, floatToBf16(static_cast<float>(v))); break;
     default: break;
   }
 }
