@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "src/base/log.h"
-#include "transports/tcp/tcp_connection.h"
 
 namespace collie {
 
@@ -50,6 +49,36 @@ std::string peerName(int fd) {
 }
 
 }  // namespace
+
+TcpStream::~TcpStream() {
+  if (fd_ >= 0) close(fd_);
+}
+
+ssize_t TcpStream::writev(const iovec* iov, int n) {
+  msghdr mh{};
+  mh.msg_iov = const_cast<iovec*>(iov);
+  mh.msg_iovlen = static_cast<size_t>(n);
+  for (;;) {
+    ssize_t w = sendmsg(fd_, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w >= 0) return w;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    return -errno;
+  }
+}
+
+ssize_t TcpStream::read(void* buf, size_t n) {
+  for (;;) {
+    ssize_t r = recv(fd_, buf, n, MSG_DONTWAIT);
+    if (r > 0) return r;
+    if (r == 0) return n == 0 ? 0 : -ESHUTDOWN;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    return -errno;
+  }
+}
+
+void TcpStream::shutdownWrite() { shutdown(fd_, SHUT_WR); }
 
 TcpTransport::~TcpTransport() {
   if (listenFd_ >= 0) close(listenFd_);
@@ -119,8 +148,14 @@ Status TcpTransport::connectAll(const std::vector<std::string>& addrs, const Dea
   conns->resize(n);
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
-    for (int fd : fds[p]) tuneSocket(fd, opt_.userTimeoutMs, opt_.bufBytes);
-    (*conns)[p].reset(new TcpConnection(p, me, id_.commId, fds[p], opt_));
+    std::vector<std::unique_ptr<ByteStream>> streams;
+    for (int fd : fds[p]) {
+      tuneSocket(fd, opt_.userTimeoutMs, opt_.bufBytes);
+      streams.emplace_back(new TcpStream(fd));
+    }
+    StreamOptions so;
+    so.stripeBytes = opt_.stripeBytes;
+    (*conns)[p].reset(new StreamConnection(p, id_.commId, std::move(streams), so));
   }
   return Status::ok();
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "transports/stream_connection.h"
 #include "transports/tcp/socket.h"
 #include "transports/transport.h"
 
@@ -56,25 +57,18 @@ class TcpTransport : public Transport {
   int listenFd_ = -1;
 };
 
-// Exposed for tests and fuzzing: the wire header of every frame.
-struct FrameHeader {
-  uint32_t magic;
-  uint32_t tag;
-  uint64_t commId;
-  uint64_t seq;
-  uint64_t count;
-  uint64_t len;
-  uint8_t coll, dtype, op, algo;
-  int32_t root;
-};
-static_assert(sizeof(FrameHeader) == 48, "wire header is 48 bytes");
-constexpr uint32_t kFrameMagic = 0x434c4644;  // "CLFD"
-constexpr uint32_t kAbortMagic = 0x434c4142;  // "CLAB"
-constexpr size_t kMaxAbortPayload = 4096;
+// A TCP socket as a ByteStream of a StreamConnection.
+class TcpStream : public ByteStream {
+ public:
+  explicit TcpStream(int fd) : fd_(fd) {}
+  ~TcpStream() override;
+  ssize_t writev(const iovec* iov, int n) override;
+  ssize_t read(void* buf, size_t n) override;
+  int pollFd() const override { return fd_; }
+  void shutdownWrite() override;
 
-FrameHeader encodeFrame(uint64_t commId, const FrameTag& t, uint64_t len);
-// Compares a received header with what the receiver expects; the Status names the peer.
-Status checkFrame(const FrameHeader& h, uint64_t commId, const FrameTag& expect, uint64_t len,
-                  int peer);
+ private:
+  int fd_;
+};
 
 }  // namespace collie

@@ -1,9 +1,10 @@
-// TCP connection: framing, striping, header checks and non-blocking progress.
-#include "transports/tcp/tcp_connection.h"
+// Stream connection: framing, striping, header checks and non-blocking progress.
+#include "transports/stream_connection.h"
 
-#include <sys/socket.h>
-#include <sys/uio.h>
+#include <poll.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include <cerrno>
 #include <cstring>
@@ -74,42 +75,64 @@ Status checkFrame(const FrameHeader& h, uint64_t commId, const FrameTag& e, uint
   return Status::ok();
 }
 
-TcpConnection::TcpConnection(int peer, int myRank, uint64_t commId, std::vector<int> fds,
-                             const TcpOptions& opt)
-    : peer_(peer), myRank_(myRank), commId_(commId), opt_(opt) {
-  socks_.resize(fds.size());
-  for (size_t i = 0; i < fds.size(); ++i) socks_[i].fd = fds[i];
+StreamConnection::StreamConnection(int peer, uint64_t commId,
+                                   std::vector<std::unique_ptr<ByteStream>> streams,
+                                   const StreamOptions& opt, void* peerBuf)
+    : peer_(peer), commId_(commId), opt_(opt), peerBuf_(peerBuf) {
+  socks_.resize(streams.size());
+  for (size_t i = 0; i < streams.size(); ++i) socks_[i].io = std::move(streams[i]);
 }
 
-TcpConnection::~TcpConnection() {
-  for (auto& s : socks_)
-    if (s.fd >= 0) close(s.fd);
-}
+StreamConnection::~StreamConnection() = default;
 
-void TcpConnection::linger(const Deadline& deadline) {
-  if (!abortSent_) return;
-  // Closing with unread data makes the kernel send a reset, and a reset makes the peer lose
-  // the abort frame still in its receive queue: it would then blame this rank instead of the
-  // rank that really failed. So: FIN after the abort, then read and discard until the peer
-  // closes too (it does once it has read the abort) or the deadline passes.
-  std::vector<pollfd> pf;
-  for (auto& s : socks_) {
-    shutdown(s.fd, SHUT_WR);
-    if (!s.eof) pf.push_back({s.fd, POLLIN, 0});
+// Waits a little for a stream to become ready; streams without an fd just yield.
+static void briefWait(const ByteStream& io, short events, int ms) {
+  int fd = io.pollFd();
+  if (fd >= 0) {
+    pollfd p{fd, events, 0};
+    poll(&p, 1, ms);
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+// Best-effort whole write for the abort frame, bounded by the deadline.
+static bool writeAllTo(ByteStream& io, const void* buf, size_t n, const Deadline& d) {
+  const char* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    iovec v{const_cast<char*>(p), n};
+    ssize_t w = io.writev(&v, 1);
+    if (w < 0) return false;
+    if (w == 0) {
+      if (d.expired()) return false;
+      briefWait(io, POLLOUT, d.remainingMs(10));
+      continue;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+void StreamConnection::linger(const Deadline& deadline) {
+  if (!abortSent_) return;
+  // Closing a socket with unread data makes the kernel send a reset, and a reset makes the peer
+  // lose the abort frame still in its receive queue: it would then blame this rank instead of
+  // the rank that really failed. So: end of data after the abort, then read and discard until
+  // the peer ends too (it does once it has read the abort) or the deadline passes.
+  for (auto& s : socks_) s.io->shutdownWrite();
   char sink[65536];
-  while (!pf.empty() && !deadline.expired()) {
-    if (poll(pf.data(), pf.size(), deadline.remainingMs(100)) <= 0) continue;
-    for (size_t i = pf.size(); i-- > 0;) {
-      if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t r = recv(pf[i].fd, sink, sizeof(sink), MSG_DONTWAIT);
-      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) pf.erase(pf.begin() + i);
+  for (auto& s : socks_) {
+    while (!s.eof && !deadline.expired()) {
+      ssize_t r = s.io->read(sink, sizeof(sink));
+      if (r < 0) break;
+      if (r == 0) briefWait(*s.io, POLLIN, deadline.remainingMs(50));
     }
   }
 }
 
 template <typename Fn>
-void TcpConnection::place(size_t bytes, size_t* rr, Fn&& fn) {
+void StreamConnection::place(size_t bytes, size_t* rr, Fn&& fn) {
   size_t n = socks_.size();
   if (bytes < opt_.stripeBytes || n == 1) {
     fn(*rr % n, size_t{0}, bytes);
@@ -125,7 +148,7 @@ void TcpConnection::place(size_t bytes, size_t* rr, Fn&& fn) {
   }
 }
 
-Status TcpConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+Status StreamConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
   req->done = false;
   req->status = Status::ok();
   req->bytes = bytes;
@@ -143,7 +166,7 @@ Status TcpConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, 
   return Status::ok();
 }
 
-Status TcpConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+Status StreamConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) {
   req->done = false;
   req->status = Status::ok();
   req->bytes = bytes;
@@ -159,11 +182,11 @@ Status TcpConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Reques
   return Status::ok();
 }
 
-void TcpConnection::completePart(Request* req) {
+void StreamConnection::completePart(Request* req) {
   if (--req->partsLeft == 0) req->done = true;
 }
 
-Status TcpConnection::fail(Status st) {
+Status StreamConnection::fail(Status st) {
   if (failed_.isOk()) {
     failed_ = st;
     COLLIE_INFO(kLogNet, "connection to rank %d failed: %s", peer_, st.message().c_str());
@@ -171,7 +194,7 @@ Status TcpConnection::fail(Status st) {
   return failed_;
 }
 
-Status TcpConnection::progressSend(Sock& s, bool* progressed) {
+Status StreamConnection::progressSend(Sock& s, bool* progressed) {
   while (!s.sends.empty()) {
     SendItem& it = s.sends.front();
     constexpr size_t kHdr = sizeof(FrameHeader);
@@ -183,20 +206,12 @@ Status TcpConnection::progressSend(Sock& s, bool* progressed) {
     } else {
       iov[n++] = {const_cast<char*>(it.data) + (it.sent - kHdr), it.len - (it.sent - kHdr)};
     }
-    msghdr mh{};
-    mh.msg_iov = iov;
-    mh.msg_iovlen = n;
-    ssize_t w = sendmsg(s.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::ok();
-      if (errno == EINTR) continue;
-      int e = errno;
-      return fail(remoteError("lost peer rank " + std::to_string(peer_) + ": send failed (" +
-                              strerror(e) + "; the peer process died or the link is down)"));
-    }
+    ssize_t w = s.io->writev(iov, n);
+    if (w == 0) return Status::ok();  // full
+    if (w < 0) return lost("send failed", w);
     *progressed = true;
     it.sent += static_cast<size_t>(w);
-    if (it.sent < kHdr + it.len) return Status::ok();  // socket buffer full
+    if (it.sent < kHdr + it.len) continue;  // partial: try again until it would block
     Request* req = it.req;
     s.sends.pop_front();
     completePart(req);
@@ -204,43 +219,51 @@ Status TcpConnection::progressSend(Sock& s, bool* progressed) {
   return Status::ok();
 }
 
-Status TcpConnection::readAbort(Sock& s) {
+Status StreamConnection::readAbort(Sock& s) {
   size_t len = s.hdr.len > kMaxAbortPayload ? kMaxAbortPayload : s.hdr.len;
   std::string reason(len, '\0');
-  Status st = readFull(s.fd, &reason[0], len, Deadline::afterMs(1000));
-  if (!st.isOk()) reason = "(reason lost: " + st.message() + ")";
+  size_t got = 0;
+  Deadline d = Deadline::afterMs(1000);
+  while (got < len && !d.expired()) {
+    ssize_t r = s.io->read(&reason[got], len - got);
+    if (r < 0) break;
+    if (r == 0) briefWait(*s.io, POLLIN, d.remainingMs(10));
+    got += r > 0 ? static_cast<size_t>(r) : 0;
+  }
+  reason.resize(got);
+  if (got < len) reason += " (reason cut short)";
   aborted_ = true;
   return fail(remoteError("peer rank " + std::to_string(peer_) + " aborted: " + reason));
 }
 
-Status TcpConnection::eofError(Sock& s) {
+Status StreamConnection::lost(const char* what, ssize_t err) {
+  return fail(remoteError("lost peer rank " + std::to_string(peer_) + ": " + what + " (" +
+                          strerror(static_cast<int>(-err)) +
+                          "; the peer process died or the link is down)"));
+}
+
+Status StreamConnection::eofError(Sock& s) {
   if (s.recvs.empty() && s.hdrGot == 0) return Status::ok();
   return fail(remoteError("lost peer rank " + std::to_string(peer_) +
                           ": connection closed (the peer process exited or was killed)"));
 }
 
-Status TcpConnection::progressRecv(Sock& s, bool* progressed) {
+Status StreamConnection::progressRecv(Sock& s, bool* progressed) {
   constexpr size_t kHdr = sizeof(FrameHeader);
   if (s.eof) return eofError(s);
   for (;;) {
     if (s.hdrGot < kHdr) {
       // With no receive posted we still read headers: that is how an abort or a closed
       // connection is noticed while this rank waits on someone else.
-      ssize_t r = recv(s.fd, reinterpret_cast<char*>(&s.hdr) + s.hdrGot, kHdr - s.hdrGot,
-                       MSG_DONTWAIT);
-      if (r == 0) {
+      ssize_t r = s.io->read(reinterpret_cast<char*>(&s.hdr) + s.hdrGot, kHdr - s.hdrGot);
+      if (r == 0) return Status::ok();
+      if (r == -ESHUTDOWN) {
         // A peer that finished its part of the op may close before this rank has read the
-        // rest from its other sockets: a close is an error only where data is still expected.
+        // rest from its other streams: a close is an error only where data is still expected.
         s.eof = true;
         return eofError(s);
       }
-      if (r < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::ok();
-        if (errno == EINTR) continue;
-        int e = errno;
-        return fail(remoteError("lost peer rank " + std::to_string(peer_) + ": receive failed (" +
-                                strerror(e) + ")"));
-      }
+      if (r < 0) return lost("receive failed", r);
       *progressed = true;
       s.hdrGot += static_cast<size_t>(r);
       if (s.hdrGot < kHdr) continue;
@@ -258,19 +281,14 @@ Status TcpConnection::progressRecv(Sock& s, bool* progressed) {
       if (!st.isOk()) return fail(st);
     }
     while (it.got < it.len) {
-      ssize_t r = recv(s.fd, it.data + it.got, it.len - it.got, MSG_DONTWAIT);
-      if (r == 0) {
+      ssize_t r = s.io->read(it.data + it.got, it.len - it.got);
+      if (r == 0) return Status::ok();
+      if (r == -ESHUTDOWN) {
         s.eof = true;
         return fail(remoteError("lost peer rank " + std::to_string(peer_) +
                                 ": connection closed mid-frame (the peer process died)"));
       }
-      if (r < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::ok();
-        if (errno == EINTR) continue;
-        int e = errno;
-        return fail(remoteError("lost peer rank " + std::to_string(peer_) + ": receive failed (" +
-                                strerror(e) + ")"));
-      }
+      if (r < 0) return lost("receive failed", r);
       *progressed = true;
       it.got += static_cast<size_t>(r);
     }
@@ -281,7 +299,7 @@ Status TcpConnection::progressRecv(Sock& s, bool* progressed) {
   }
 }
 
-Status TcpConnection::progress(bool* progressed) {
+Status StreamConnection::progress(bool* progressed) {
   if (!failed_.isOk()) return failed_;
   for (auto& s : socks_) {
     COLLIE_RETURN_IF_ERROR(progressSend(s, progressed));
@@ -290,7 +308,7 @@ Status TcpConnection::progress(bool* progressed) {
   return Status::ok();
 }
 
-void TcpConnection::appendPollFds(std::vector<pollfd>* fds) const {
+void StreamConnection::appendPollFds(std::vector<pollfd>* fds) const {
   constexpr size_t kHdr = sizeof(FrameHeader);
   for (const auto& s : socks_) {
     if (s.eof) continue;
@@ -298,17 +316,18 @@ void TcpConnection::appendPollFds(std::vector<pollfd>* fds) const {
     // A stashed header with no receive posted would make POLLIN fire forever.
     if (s.hdrGot < kHdr || !s.recvs.empty()) ev |= POLLIN;
     if (!s.sends.empty()) ev |= POLLOUT;
-    if (ev) fds->push_back(pollfd{s.fd, ev, 0});
+    int fd = s.io->pollFd();
+    if (ev && fd >= 0) fds->push_back(pollfd{fd, ev, 0});
   }
 }
 
-bool TcpConnection::hasPending() const {
+bool StreamConnection::hasPending() const {
   for (const auto& s : socks_)
     if (!s.sends.empty() || !s.recvs.empty()) return true;
   return false;
 }
 
-void TcpConnection::sendAbort(const std::string& reason) {
+void StreamConnection::sendAbort(const std::string& reason) {
   if (aborted_ || abortSent_ || socks_.empty()) return;
   abortSent_ = true;
   // The abort goes on every socket that is at a frame boundary, so that whichever socket the
@@ -323,7 +342,7 @@ void TcpConnection::sendAbort(const std::string& reason) {
   for (auto& s : socks_) {
     if (s.eof) continue;
     if (!s.sends.empty() && s.sends.front().sent > 0) continue;
-    if (writeFull(s.fd, &h, sizeof(h), d).isOk()) writeFull(s.fd, r.data(), r.size(), d);
+    if (writeAllTo(*s.io, &h, sizeof(h), d)) writeAllTo(*s.io, r.data(), r.size(), d);
   }
 }
 

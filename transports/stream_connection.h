@@ -1,0 +1,122 @@
+// A Connection over one or more byte streams (TCP sockets, shared-memory rings): each stream
+// is a FIFO of framed sends and receives with checked headers. A small message goes whole on
+// one stream (round robin), a large one is cut into one stripe per stream; both sides compute
+// the same placement from the same sequence of calls.
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace collie {
+
+// Exposed for tests and fuzzing: the wire header of every frame.
+struct FrameHeader {
+  uint32_t magic;
+  uint32_t tag;
+  uint64_t commId;
+  uint64_t seq;
+  uint64_t count;
+  uint64_t len;
+  uint8_t coll, dtype, op, algo;
+  int32_t root;
+};
+static_assert(sizeof(FrameHeader) == 48, "wire header is 48 bytes");
+constexpr uint32_t kFrameMagic = 0x434c4644;  // "CLFD"
+constexpr uint32_t kAbortMagic = 0x434c4142;  // "CLAB"
+constexpr size_t kMaxAbortPayload = 4096;
+
+FrameHeader encodeFrame(uint64_t commId, const FrameTag& t, uint64_t len);
+// Compares a received header with what the receiver expects; the Status names the peer.
+Status checkFrame(const FrameHeader& h, uint64_t commId, const FrameTag& expect, uint64_t len,
+                  int peer);
+
+// A non-blocking byte pipe to one peer.
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  // Bytes moved (> 0), 0 when it would block, or -errno: -ESHUTDOWN for an orderly end of the
+  // peer's data, anything else for a lost peer.
+  virtual ssize_t writev(const iovec* iov, int n) = 0;
+  virtual ssize_t read(void* buf, size_t n) = 0;
+  // Waited on with POLLIN/POLLOUT when nothing moves; -1 when the stream has none (shared
+  // memory wakes its reader through the transport's doorbell instead).
+  virtual int pollFd() const = 0;
+  // No more data from this side; the peer reads an orderly end after what was sent.
+  virtual void shutdownWrite() = 0;
+};
+
+struct StreamOptions {
+  size_t stripeBytes = 256 << 10;
+};
+
+class StreamConnection : public Connection {
+ public:
+  StreamConnection(int peer, uint64_t commId, std::vector<std::unique_ptr<ByteStream>> streams,
+                   const StreamOptions& opt, void* peerBuf = nullptr);
+  ~StreamConnection() override;
+
+  int peer() const override { return peer_; }
+  Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
+  Status irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
+  Status progress(bool* progressed) override;
+  void appendPollFds(std::vector<pollfd>* fds) const override;
+  void sendAbort(const std::string& reason) override;
+  bool hasPending() const override;
+  void linger(const Deadline& deadline) override;
+  void* peerBuffer() override { return peerBuf_; }
+
+ private:
+  struct SendItem {
+    FrameHeader hdr;
+    const char* data;
+    size_t len;
+    size_t sent;  // of header + data
+    Request* req;
+  };
+  struct RecvItem {
+    char* data;
+    size_t len;
+    size_t got;
+    FrameTag expect;
+    Request* req;
+  };
+  struct Sock {
+    std::unique_ptr<ByteStream> io;
+    std::deque<SendItem> sends;
+    std::deque<RecvItem> recvs;
+    FrameHeader hdr{};
+    size_t hdrGot = 0;  // bytes of the next frame's header read so far
+    bool eof = false;
+  };
+
+  // Splits [0, bytes) into the pieces that go on each socket.
+  template <typename Fn>
+  void place(size_t bytes, size_t* rr, Fn&& fn);
+  Status progressSend(Sock& s, bool* progressed);
+  Status progressRecv(Sock& s, bool* progressed);
+  Status readAbort(Sock& s);
+  Status lost(const char* what, ssize_t err);
+  Status eofError(Sock& s);
+  Status fail(Status st);
+  void completePart(Request* req);
+
+  int peer_;
+  uint64_t commId_;
+  StreamOptions opt_;
+  void* peerBuf_;
+  std::vector<Sock> socks_;
+  size_t sendRr_ = 0;  // round-robin cursor for unstriped sends
+  size_t recvRr_ = 0;  // and for receives: both sides advance in the same order
+  Status failed_;
+  bool aborted_ = false;     // the peer sent us an abort
+  bool abortSent_ = false;   // we sent the peer one
+};
+
+}  // namespace collie
