@@ -63,6 +63,8 @@ class Algorithm {
   virtual const char* name() const = 0;
   virtual uint8_t id() const = 0;  // goes into every frame header
   virtual bool supports(Collective coll, MemoryKind kind) const = 0;
+  // Whether this call can run here (e.g. every peer reachable through shared memory).
+  virtual bool usable(const AlgoContext& ctx, const CollArgs& args) const { return true; }
   virtual double costUs(size_t bytes, int nranks, const LinkModel& link) const = 0;
   virtual Status run(const CollArgs& args, AlgoContext& ctx) = 0;
 };
@@ -71,5 +73,6 @@ class Algorithm {
 std::vector<std::unique_ptr<Algorithm>> buildAlgorithms();
 
 std::unique_ptr<Algorithm> makeRingAlgorithm();
+std::unique_ptr<Algorithm> makeShmDirectAlgorithm();
 
 }  // namespace collie

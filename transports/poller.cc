@@ -18,6 +18,18 @@ Status Poller::sleepOnFds(int timeoutMs) {
   fds_.clear();
   for (Connection* c : conns_)
     if (c != nullptr) c->appendPollFds(&fds_);
+  if (doorbell_ != nullptr) {
+    // Shared-memory peers ring the doorbell; check once more after reading it so a ring that
+    // came in between is not slept through, then sleep on it briefly and look at the fds (a
+    // peer's exit, TCP peers) without blocking.
+    uint32_t seen = doorbell_->prepare();
+    bool progressed = false;
+    Status st = progressAll(&progressed);
+    if (st.isOk() && !progressed) doorbell_->sleep(seen, timeoutMs < 2 ? timeoutMs : 2);
+    doorbell_->finish();
+    COLLIE_RETURN_IF_ERROR(st);
+    timeoutMs = 0;
+  }
   int rc = poll(fds_.data(), fds_.size(), timeoutMs);
   if (rc < 0 && errno != EINTR) return errnoStatus("poll", errno);
   if (rc > 0) {
@@ -46,17 +58,20 @@ Status Poller::progressUntilAny(Request* const* reqs, size_t n, const Deadline& 
     return false;
   };
   uint64_t spinUntil = nowNs() + static_cast<uint64_t>(spinUs_) * 1000;
+  unsigned spins = 0;
   for (;;) {
     bool progressed = false;
     COLLIE_RETURN_IF_ERROR(progressAll(&progressed));
     if (anyDone()) return Status::ok();
     if (progressed) {
-      spinUntil = nowNs() + static_cast<uint64_t>(spinUs_) * 1000;
+      spins = 0;
+      spinUntil = 0;  // re-armed below on the first idle round
       continue;
     }
+    if (spinUntil == 0) spinUntil = nowNs() + static_cast<uint64_t>(spinUs_) * 1000;
     if (abort_ != nullptr && abort_->load(std::memory_order_relaxed))
       return Status(collieRemoteError, std::string(op) + ": aborted by collieCommAbort");
-    if (nowNs() < spinUntil) continue;
+    if ((++spins & 63) != 0 || nowNs() < spinUntil) continue;
     if (deadline.expired()) {
       for (size_t i = 0; i < n; ++i)
         if (!reqs[i]->done) return timedOut(reqs[i], op);

@@ -77,8 +77,10 @@ Status checkFrame(const FrameHeader& h, uint64_t commId, const FrameTag& e, uint
 
 StreamConnection::StreamConnection(int peer, uint64_t commId,
                                    std::vector<std::unique_ptr<ByteStream>> streams,
-                                   const StreamOptions& opt, void* peerBuf)
-    : peer_(peer), commId_(commId), opt_(opt), peerBuf_(peerBuf) {
+                                   const StreamOptions& opt, void* peerBuf, void* localBuf,
+                                   size_t bufBytes)
+    : peer_(peer), commId_(commId), opt_(opt), peerBuf_(peerBuf), localBuf_(localBuf),
+      bufBytes_(bufBytes) {
   socks_.resize(streams.size());
   for (size_t i = 0; i < streams.size(); ++i) socks_[i].io = std::move(streams[i]);
 }

@@ -59,7 +59,8 @@ struct StreamOptions {
 class StreamConnection : public Connection {
  public:
   StreamConnection(int peer, uint64_t commId, std::vector<std::unique_ptr<ByteStream>> streams,
-                   const StreamOptions& opt, void* peerBuf = nullptr);
+                   const StreamOptions& opt, void* peerBuf = nullptr, void* localBuf = nullptr,
+                   size_t bufBytes = 0);
   ~StreamConnection() override;
 
   int peer() const override { return peer_; }
@@ -71,6 +72,8 @@ class StreamConnection : public Connection {
   bool hasPending() const override;
   void linger(const Deadline& deadline) override;
   void* peerBuffer() override { return peerBuf_; }
+  void* localBuffer() override { return localBuf_; }
+  size_t peerBufferBytes() const override { return bufBytes_; }
 
  private:
   struct SendItem {
@@ -111,6 +114,8 @@ class StreamConnection : public Connection {
   uint64_t commId_;
   StreamOptions opt_;
   void* peerBuf_;
+  void* localBuf_;
+  size_t bufBytes_;
   std::vector<Sock> socks_;
   size_t sendRr_ = 0;  // round-robin cursor for unstriped sends
   size_t recvRr_ = 0;  // and for receives: both sides advance in the same order

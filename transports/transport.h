@@ -59,11 +59,28 @@ class Connection {
   virtual void appendPollFds(std::vector<struct pollfd>* fds) const = 0;
   // Tells the peer this communicator failed and why, best effort, without blocking long.
   virtual void sendAbort(const std::string& reason) = 0;
-  // Optional capability: a mapping of the peer's registered staging buffer (shm, cuda_ipc).
+  // Optional capability (shm, cuda_ipc): the peer's staging buffer mapped here, and this rank's
+  // own, which the peer sees as its peerBuffer(). Both are peerBufferBytes() long.
   virtual void* peerBuffer() { return nullptr; }
+  virtual void* localBuffer() { return nullptr; }
+  virtual size_t peerBufferBytes() const { return 0; }
   virtual bool hasPending() const = 0;
   // Before destruction after an abort: give the peer time to read it (bounded).
   virtual void linger(const Deadline& deadline) {}
+};
+
+// Where a transport without file descriptors (shared memory) wakes a sleeping rank.
+// The sleeper announces itself first (prepare), checks its streams once more, and only then
+// sleeps; a writer rings only when someone announced itself. Either the sleeper's last check
+// sees the data or the writer sees the sleeper: no wake-up is lost, and a busy rank pays no
+// atomic read-modify-write on a shared line per message.
+class Doorbell {
+ public:
+  virtual ~Doorbell() = default;
+  virtual uint32_t prepare() = 0;  // announce; returns the value to sleep on
+  // Returns when the value is no longer seen, or after timeoutMs.
+  virtual void sleep(uint32_t seen, int timeoutMs) = 0;
+  virtual void finish() = 0;  // no longer sleeping
 };
 
 // Drives a set of connections: progress all, spin a while, then sleep in poll() until a socket
@@ -71,8 +88,9 @@ class Connection {
 class Poller {
  public:
   // abortFlag (may be null): set by another thread to make every wait return an error.
-  Poller(std::vector<Connection*> conns, int64_t spinUs, const std::atomic<bool>* abortFlag)
-      : conns_(std::move(conns)), spinUs_(spinUs), abort_(abortFlag) {}
+  Poller(std::vector<Connection*> conns, int64_t spinUs, const std::atomic<bool>* abortFlag,
+         Doorbell* doorbell = nullptr)
+      : conns_(std::move(conns)), spinUs_(spinUs), abort_(abortFlag), doorbell_(doorbell) {}
   // Returns when req is done (its status), or an error from any connection, or a timeout
   // naming req's peer and what was waited for.
   Status wait(Request* req, const Deadline& deadline, const char* op);
@@ -85,6 +103,7 @@ class Poller {
   std::vector<Connection*> conns_;
   int64_t spinUs_;
   const std::atomic<bool>* abort_;
+  Doorbell* doorbell_;
   std::vector<struct pollfd> fds_;
 };
 

@@ -24,8 +24,12 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_SPIN_US", "50",
        "busy-poll this long before sleeping in poll(), us (0 when ranks outnumber cores)"},
       {"COLLIE_HOSTID", "", "host identity override (default: hostname + boot id + netns)"},
-      {"COLLIE_ALGO", "", "force an AllReduce algorithm (ring)"},
-      {"COLLIE_TRANSPORT", "", "restrict transports (tcp)"},
+      {"COLLIE_ALGO", "", "force an AllReduce algorithm: ring, shm_direct"},
+      {"COLLIE_TRANSPORT", "", "restrict transports: comma list of tcp, shm"},
+      {"COLLIE_SHM_RING_BYTES", "1M", "shared-memory ring per peer and direction, bytes"},
+      {"COLLIE_SHM_STAGING_BYTES", "4M", "shared-memory staging buffer per rank (two slots), bytes"},
+      {"COLLIE_SHM_CHUNK_BYTES", "256K", "pipeline chunk of the shm_direct AllReduce, bytes"},
+      {"COLLIE_SHM_ONESHOT_BYTES", "32K", "largest AllReduce shm_direct does in one shot, bytes"},
   };
   return kParams;
 }

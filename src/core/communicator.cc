@@ -104,10 +104,25 @@ Status CommImpl::init(BootstrapInfo info) {
                              have + ")");
     }
   }
-  std::string transports = params().getString("COLLIE_TRANSPORT");
-  if (!transports.empty() && ("," + transports + ",").find(",tcp,") == std::string::npos)
-    return invalidArgument(where + ": COLLIE_TRANSPORT=" + transports +
-                           " leaves no transport this build has (tcp)");
+  bool allowTcp = true, allowShm = true;
+  {
+    std::string list = params().getString("COLLIE_TRANSPORT");
+    if (!list.empty()) {
+      allowTcp = allowShm = false;
+      size_t pos = 0;
+      while (pos <= list.size()) {
+        size_t e = list.find(',', pos);
+        if (e == std::string::npos) e = list.size();
+        std::string t = list.substr(pos, e - pos);
+        if (t == "tcp") allowTcp = true;
+        else if (t == "shm") allowShm = true;
+        else
+          return invalidArgument(where + ": COLLIE_TRANSPORT=" + list + ": '" + t +
+                                 "' is not a transport of this build (tcp, shm)");
+        pos = e + 1;
+      }
+    }
+  }
 
   if (info.server) {
     server_ = std::move(info.server);
@@ -139,6 +154,7 @@ Status CommImpl::init(BootstrapInfo info) {
   Identity id;
   memcpy(id.secret, info.auth.secret, 16);
   id.commId = info.auth.commId;
+  commId_ = id.commId;
   id.rank = rank_;
   id.nranks = nranks_;
   TcpOptions opt;
@@ -188,7 +204,27 @@ Status CommImpl::init(BootstrapInfo info) {
     addrs[r] = s.substr(sp2 + 1);
   }
   localRanks_ = static_cast<int>(std::count(hosts.begin(), hosts.end(), hosts[rank_]));
-  Status cs = tcp_->connectAll(addrs, deadline, &conns_);
+  // Which transport reaches each peer: shm on this host, tcp elsewhere (or where shm is off).
+  std::vector<int> localRanks;
+  for (int r = 0; r < nranks_; ++r)
+    if (hosts[r] == hosts[rank_]) localRanks.push_back(r);
+  std::vector<bool> useShm(nranks_, false), useTcp(nranks_, false);
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    useShm[p] = allowShm && hosts[p] == hosts[rank_];
+    useTcp[p] = !useShm[p];
+    if (useTcp[p] && !allowTcp)
+      return invalidArgument(where + ": COLLIE_TRANSPORT=" + params().getString("COLLIE_TRANSPORT") +
+                             " cannot reach peer rank " + std::to_string(p) + " on host " +
+                             hosts[p] + " (shm reaches only this host)");
+    COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, useShm[p] ? "shm" : "tcp");
+  }
+  conns_.resize(nranks_);
+  if (allowShm && localRanks.size() > 1) {
+    Status ss = setUpShm(localRanks, deadline);
+    if (!ss.isOk()) return ss.withContext(where);
+  }
+  Status cs = tcp_->connectAll(addrs, useTcp, deadline, &conns_);
   if (!cs.isOk()) return cs.withContext(where);
   COLLIE_RETURN_IF_ERROR(store_->set("ready/" + std::to_string(rank_), "1").withContext(where));
   if (server_) {
@@ -210,10 +246,34 @@ Status CommImpl::init(BootstrapInfo info) {
   unsigned cores = std::thread::hardware_concurrency();
   if (getenv("COLLIE_SPIN_US") == nullptr && cores > 0 && localRanks_ > static_cast<int>(cores))
     spinUs = 0;
-  poller_.reset(new Poller(all, spinUs, &aborting_));
+  poller_.reset(new Poller(all, spinUs, &aborting_, shm_ ? shm_->doorbell() : nullptr));
   COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer)", rank_,
               nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks);
   progress_ = std::thread([this] { progressLoop(); });
+  return Status::ok();
+}
+
+Status CommImpl::setUpShm(const std::vector<int>& local, const Deadline& deadline) {
+  ShmOptions so;
+  so.ringBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_RING_BYTES"));
+  so.stagingBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_STAGING_BYTES"));
+  COLLIE_ASSIGN_OR_RETURN(shm_, ShmTransport::create(commId_, rank_, local, so));
+  COLLIE_RETURN_IF_ERROR(store_->set("shm/" + std::to_string(rank_), shm_->segmentName()));
+  std::vector<std::string> keys, names;
+  for (int r : local) keys.push_back("shm/" + std::to_string(r));
+  COLLIE_RETURN_IF_ERROR(store_->wait(keys, deadline, nullptr));
+  for (const auto& k : keys) {
+    COLLIE_ASSIGN_OR_RETURN(std::string n, store_->get(k, deadline));
+    names.push_back(n);
+  }
+  COLLIE_RETURN_IF_ERROR(shm_->mapPeers(names));
+  // Once every local rank has mapped every segment the names go: nothing outlives a crash.
+  COLLIE_RETURN_IF_ERROR(store_->set("shmmapped/" + std::to_string(rank_), "1"));
+  std::vector<std::string> mapped;
+  for (int r : local) mapped.push_back("shmmapped/" + std::to_string(r));
+  COLLIE_RETURN_IF_ERROR(store_->wait(mapped, deadline, nullptr));
+  shm_->unlinkOwn();
+  shm_->makeConnections(&conns_);
   return Status::ok();
 }
 
@@ -230,21 +290,24 @@ CommImpl::~CommImpl() {
   for (auto& c : conns_)
     if (c) c->linger(linger);
   conns_.clear();
+  shm_.reset();
   tcp_.reset();
   store_.reset();
   if (server_) server_->stop();
 }
 
-Status CommImpl::pickAlgorithm(const CollArgs& args, Algorithm** algo) {
+Status CommImpl::pickAlgorithm(const CollArgs& args, const AlgoContext& ctx, Algorithm** algo) {
   if (forced_ != nullptr) {
-    if (!forced_->supports(args.coll, args.memory))
+    if (!forced_->supports(args.coll, args.memory) || !forced_->usable(ctx, args))
       return invalidArgument(std::string("COLLIE_ALGO=") + forced_->name() + " cannot run " +
-                             collectiveName(args.coll) + " on this memory");
+                             collectiveName(args.coll) +
+                             " here (it needs every peer on this host over shm, or this "
+                             "collective or memory is not one it handles)");
     *algo = forced_;
     return Status::ok();
   }
   for (auto& a : algos_) {
-    if (a->supports(args.coll, args.memory)) {
+    if (a->supports(args.coll, args.memory) && a->usable(ctx, args)) {
       *algo = a.get();
       return Status::ok();
     }
@@ -260,8 +323,6 @@ Status CommImpl::execute(const CollArgs& args) {
                   "the communicator failed earlier and must be destroyed (collieCommAbort): " +
                       firstError_.message());
   }
-  Algorithm* algo = nullptr;
-  COLLIE_RETURN_IF_ERROR(pickAlgorithm(args, &algo));
   AlgoContext ctx;
   ctx.rank = rank_;
   ctx.nranks = nranks_;
@@ -272,6 +333,12 @@ Status CommImpl::execute(const CollArgs& args) {
   ctx.chunkBytes = chunkBytes_;
   ctx.scratch = &scratch_;
   ctx.opName = collectiveName(args.coll);
+  Algorithm* algo = nullptr;
+  Status picked = pickAlgorithm(args, ctx, &algo);
+  if (!picked.isOk()) {
+    --seq_;
+    return picked;
+  }
   Status s = algo->run(args, ctx);
   if (!s.isOk()) {
     FrameTag t = ctx.tagFor(args, 0, algo->id());

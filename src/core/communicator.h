@@ -17,6 +17,7 @@
 #include "algorithms/algorithm.h"
 #include "src/core/bootstrap.h"
 #include "src/core/store.h"
+#include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace collie {
@@ -62,7 +63,8 @@ class CommImpl {
   CommImpl() = default;
   Status init(BootstrapInfo info);
   Status execute(const CollArgs& args);  // caller holds execMu_
-  Status pickAlgorithm(const CollArgs& args, Algorithm** algo);
+  Status setUpShm(const std::vector<int>& local, const Deadline& deadline);
+  Status pickAlgorithm(const CollArgs& args, const AlgoContext& ctx, Algorithm** algo);
   void fail(const Status& s);
   void progressLoop();
 
@@ -74,6 +76,8 @@ class CommImpl {
   std::unique_ptr<StoreServer> server_;
   std::unique_ptr<TcpStore> store_;
   std::unique_ptr<TcpTransport> tcp_;
+  std::unique_ptr<ShmTransport> shm_;
+  uint64_t commId_ = 0;
   std::vector<std::unique_ptr<Connection>> conns_;  // by rank; null for this rank
   std::vector<Connection*> connPtrs_;                // the same, as the schedules see them
   std::vector<std::unique_ptr<Algorithm>> algos_;

@@ -1,6 +1,7 @@
-// Ring AllReduce over real processes and real sockets: every dtype x op, counts
-// {0, 1, 7, nranks-1, 1 MiB + 3}, in place and out of place, for 1..8 ranks; one launch per rank
-// count, all cases inside it.
+// AllReduce over real processes: every dtype x op, counts {0, 1, 7, nranks-1, 1 MiB + 3}, in
+// place and out of place, for 1..8 ranks, over each transport (tcp sockets, shared memory, and a
+// mixed topology of two pretend hosts: shm inside each, tcp across) and each algorithm; one
+// launch per configuration, all cases inside it.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -59,23 +60,42 @@ void runMatrix(int rank, int n, Reporter& rep) {
   if (collieCommDestroy(comm) != collieSuccess) rep.fail("destroy failed");
 }
 
-class RingMatrix : public ::testing::TestWithParam<int> {};
+struct MatrixCase {
+  const char* name;
+  int n;
+  const char* transport;  // COLLIE_TRANSPORT, "" for the default choice
+  int hosts;              // > 1: ranks spread over this many pretend hosts (COLLIE_HOSTID)
+  const char* algo;       // COLLIE_ALGO, "" for the default choice
+};
 
-TEST_P(RingMatrix, EveryDtypeOpCountPlacementMatchesReference) {
-  const int n = GetParam();
+class AllReduceMatrix : public ::testing::TestWithParam<MatrixCase> {};
+
+TEST_P(AllReduceMatrix, EveryDtypeOpCountPlacementMatchesReference) {
+  const MatrixCase c = GetParam();
   WorldOptions opt;
-  opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}};
-  auto out = runWorld(n, opt, [n](int rank, Reporter& rep) { runMatrix(rank, n, rep); });
+  opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", c.transport},
+             {"COLLIE_ALGO", c.algo}};
+  auto out = runWorld(c.n, opt, [c](int rank, Reporter& rep) {
+    if (c.hosts > 1) setenv("COLLIE_HOSTID", ("host" + std::to_string(rank % c.hosts)).c_str(), 1);
+    runMatrix(rank, c.n, rep);
+  });
   expectAllPassed(out);
   ASSERT_FALSE(out.empty());
   ASSERT_EQ(out[0].notes.size(), 1u);
   EXPECT_EQ(out[0].notes[0], "cases " + std::to_string(5 * collieNumTypes * collieNumOps * 2));
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, RingMatrix, ::testing::Values(1, 2, 3, 4, 5, 8),
-                         [](const ::testing::TestParamInfo<int>& i) {
-                           return "n" + std::to_string(i.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Configs, AllReduceMatrix,
+    ::testing::Values(MatrixCase{"tcp_n1", 1, "tcp", 1, ""}, MatrixCase{"tcp_n2", 2, "tcp", 1, ""},
+                      MatrixCase{"tcp_n3", 3, "tcp", 1, ""}, MatrixCase{"tcp_n4", 4, "tcp", 1, ""},
+                      MatrixCase{"tcp_n5", 5, "tcp", 1, ""}, MatrixCase{"tcp_n8", 8, "tcp", 1, ""},
+                      MatrixCase{"shm_n2", 2, "shm", 1, ""}, MatrixCase{"shm_n3", 3, "shm", 1, ""},
+                      MatrixCase{"shm_n4", 4, "shm", 1, ""}, MatrixCase{"shm_n5", 5, "shm", 1, ""},
+                      MatrixCase{"shm_n8", 8, "shm", 1, ""},
+                      MatrixCase{"shm_ring_n3", 3, "shm", 1, "ring"},
+                      MatrixCase{"mixed_2x2", 4, "", 2, ""}, MatrixCase{"mixed_5_on_2", 5, "", 2, ""}),
+    [](const ::testing::TestParamInfo<MatrixCase>& i) { return std::string(i.param.name); });
 
 }  // namespace
 }  // namespace testing

@@ -39,7 +39,8 @@ Mesh connectMesh(int n, int nsocks) {
   std::vector<Status> st(n);
   for (int r = 0; r < n; ++r)
     th.emplace_back([&, r] {
-      st[r] = m.transports[r]->connectAll(addrs, Deadline::afterMs(5000), &m.conns[r]);
+      st[r] = m.transports[r]->connectAll(addrs, std::vector<bool>(n, true), Deadline::afterMs(5000),
+                                          &m.conns[r]);
     });
   for (auto& t : th) t.join();
   for (int r = 0; r < n; ++r) EXPECT_TRUE(st[r].isOk()) << st[r].toString();

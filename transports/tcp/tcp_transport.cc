@@ -97,7 +97,8 @@ StatusOr<std::unique_ptr<TcpTransport>> TcpTransport::create(const Identity& id,
   return t;
 }
 
-Status TcpTransport::connectAll(const std::vector<std::string>& addrs, const Deadline& deadline,
+Status TcpTransport::connectAll(const std::vector<std::string>& addrs,
+                                const std::vector<bool>& want, const Deadline& deadline,
                                 std::vector<std::unique_ptr<Connection>>* conns) {
   const int n = id_.nranks, me = id_.rank, ns = opt_.nsocks;
   std::vector<std::vector<int>> fds(n, std::vector<int>(ns, -1));
@@ -109,6 +110,7 @@ Status TcpTransport::connectAll(const std::vector<std::string>& addrs, const Dea
   // Dial the higher ranks: their listeners are open before their address is published, so the
   // connects complete from the backlog even while those ranks are still dialling others.
   for (int p = me + 1; p < n; ++p) {
+    if (!want[p]) continue;
     auto addr = parseSockAddr(addrs[p]);
     if (!addr.isOk()) {
       closeAll();
@@ -139,15 +141,16 @@ Status TcpTransport::connectAll(const std::vector<std::string>& addrs, const Dea
       }
     }
   }
-  Status st = acceptPeers(me * ns, deadline, &fds);
+  int lower = 0;
+  for (int p = 0; p < me; ++p) lower += want[p] ? 1 : 0;
+  Status st = acceptPeers(lower * ns, want, deadline, &fds);
   if (!st.isOk()) {
     closeAll();
     return st;
   }
-  conns->clear();
   conns->resize(n);
   for (int p = 0; p < n; ++p) {
-    if (p == me) continue;
+    if (p == me || !want[p]) continue;
     std::vector<std::unique_ptr<ByteStream>> streams;
     for (int fd : fds[p]) {
       tuneSocket(fd, opt_.userTimeoutMs, opt_.bufBytes);
@@ -160,8 +163,8 @@ Status TcpTransport::connectAll(const std::vector<std::string>& addrs, const Dea
   return Status::ok();
 }
 
-Status TcpTransport::acceptPeers(int expected, const Deadline& deadline,
-                                 std::vector<std::vector<int>>* fds) {
+Status TcpTransport::acceptPeers(int expected, const std::vector<bool>& want,
+                                 const Deadline& deadline, std::vector<std::vector<int>>* fds) {
   std::vector<Pending> pending;
   int have = 0;
   auto drop = [&](size_t i, const char* why) {
@@ -178,7 +181,7 @@ Status TcpTransport::acceptPeers(int expected, const Deadline& deadline,
     if (ms == 0 && deadline.expired()) {
       std::string missing;
       for (int r = 0; r < id_.rank; ++r)
-        if ((*fds)[r][0] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        if (want[r] && (*fds)[r][0] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       for (auto& p : pending) close(p.fd);
       return timeoutError("rank " + std::to_string(id_.rank) +
                           " timed out waiting for connections from peer ranks " + missing);
@@ -210,6 +213,7 @@ Status TcpTransport::acceptPeers(int expected, const Deadline& deadline,
       } else if (!secretEqual(h.secret, id_.secret) || h.commId != id_.commId) {
         drop(i, "wrong secret or communicator id");
       } else if (h.to != id_.rank || h.nranks != id_.nranks || h.from < 0 || h.from >= id_.rank ||
+                 !want[h.from] ||
                  h.nsocks != opt_.nsocks || h.sockIdx < 0 || h.sockIdx >= opt_.nsocks ||
                  (*fds)[h.from][h.sockIdx] >= 0) {
         drop(i, "hello does not fit this communicator (rank, size or COLLIE_NSOCKS differ)");

@@ -41,15 +41,18 @@ class TcpTransport : public Transport {
   std::string address() const { return addr_.toString(); }
   // Connects to every peer (addrs[r] is rank r's address): this rank dials higher ranks and
   // accepts lower ones, checking each hello. Strangers are dropped with a WARN.
-  Status connectAll(const std::vector<std::string>& addrs, const Deadline& deadline,
-                    std::vector<std::unique_ptr<Connection>>* conns);
+  // Only peers with want[p] are connected (the others use another transport); conns[p] is
+  // left alone for them.
+  Status connectAll(const std::vector<std::string>& addrs, const std::vector<bool>& want,
+                    const Deadline& deadline, std::vector<std::unique_ptr<Connection>>* conns);
   // After init every connection to the listener is a stranger: accept and drop each one.
   int listenFd() const { return listenFd_; }
   void dropStrangers();
 
  private:
   TcpTransport(const Identity& id, const TcpOptions& opt) : id_(id), opt_(opt) {}
-  Status acceptPeers(int expected, const Deadline& deadline, std::vector<std::vector<int>>* fds);
+  Status acceptPeers(int expected, const std::vector<bool>& want, const Deadline& deadline,
+                     std::vector<std::vector<int>>* fds);
 
   Identity id_;
   TcpOptions opt_;

@@ -1,0 +1,75 @@
+// Shared-memory transport for ranks of one host: each rank owns one POSIX shm segment holding
+// an inbound single-producer/single-consumer byte ring per local peer, a doorbell word (a
+// futex) its peers ring after writing, and a staging buffer the peers map and read from
+// directly (peerBuffer). Segments are unlinked as soon as every local rank has mapped them, so
+// a crash leaves nothing behind in /dev/shm.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/stream_connection.h"
+
+namespace collie {
+
+struct ShmOptions {
+  size_t ringBytes = 1 << 20;     // per peer and direction
+  size_t stagingBytes = 4 << 20;  // the buffer peers read from
+  size_t stripeBytes = 256 << 10;
+};
+
+class ShmSegment;
+
+// Sleeps on this rank's doorbell until a peer rings it (or the timeout passes).
+class ShmDoorbell : public Doorbell {
+ public:
+  explicit ShmDoorbell(ShmSegment* seg) : seg_(seg) {}
+  uint32_t prepare() override;
+  void sleep(uint32_t seen, int timeoutMs) override;
+  void finish() override;
+
+ private:
+  ShmSegment* seg_;
+};
+
+class ShmTransport : public Transport {
+ public:
+  ~ShmTransport() override;
+  const char* name() const override { return "shm"; }
+
+  // Creates (and maps) this rank's segment; localRanks lists the ranks of this host in rank
+  // order, this one included.
+  static StatusOr<std::unique_ptr<ShmTransport>> create(uint64_t commId, int rank,
+                                                        std::vector<int> localRanks,
+                                                        const ShmOptions& opt);
+  // The name peers map this rank's segment by.
+  const std::string& segmentName() const { return name_; }
+  // Maps the peers' segments (names[i] belongs to localRanks[i]).
+  Status mapPeers(const std::vector<std::string>& names);
+  // Every local rank has mapped this segment: remove its name.
+  void unlinkOwn();
+  // One connection per local peer (index by rank in the returned map's slots).
+  void makeConnections(std::vector<std::unique_ptr<Connection>>* conns);
+  Doorbell* doorbell() { return doorbell_.get(); }
+
+ private:
+  ShmTransport() = default;
+  uint64_t commId_ = 0;
+  int rank_ = 0;
+  int localIndex_ = 0;
+  std::vector<int> local_;
+  ShmOptions opt_;
+  std::string name_;
+  bool linked_ = false;
+  std::unique_ptr<ShmSegment> own_;
+  std::vector<std::unique_ptr<ShmSegment>> peers_;  // by local index; null for this rank
+  std::unique_ptr<ShmDoorbell> doorbell_;
+};
+
+// Segment names of a communicator start with this, so tests can check none is left behind.
+constexpr const char* kShmPrefix = "collie-";
+
+}  // namespace collie
