@@ -2,6 +2,7 @@
 // Connections. Algorithms see no sockets, stores or communicators.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -42,6 +43,7 @@ struct AlgoContext {
   size_t chunkBytes = 512 << 10;
   std::vector<char>* scratch = nullptr;  // reusable staging, grown on demand
   const char* opName = "allreduce";
+  const std::atomic<bool>* abortFlag = nullptr;  // set by collieCommAbort from another thread
 
   FrameTag tagFor(const CollArgs& a, uint32_t step, uint8_t algo) const {
     FrameTag t;

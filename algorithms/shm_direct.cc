@@ -131,6 +131,8 @@ Status ShmDirectAllReduce::waitAll(const CollArgs& a, AlgoContext& ctx, uint64_t
       COLLIE_RETURN_IF_ERROR(ctx.conns[j]->progress(&progressed));
       uint64_t now = nowNs();
       if (start == 0) start = now;
+      if (ctx.abortFlag != nullptr && ctx.abortFlag->load(std::memory_order_relaxed))
+        return remoteError(std::string(ctx.opName) + ": aborted by collieCommAbort");
       if (ctx.deadline.expired())
         return timeoutError(std::string(ctx.opName) + ": timed out waiting for peer rank " +
                             std::to_string(j) + " in shared memory (" +

@@ -333,6 +333,7 @@ Status CommImpl::execute(const CollArgs& args) {
   ctx.chunkBytes = chunkBytes_;
   ctx.scratch = &scratch_;
   ctx.opName = collectiveName(args.coll);
+  ctx.abortFlag = &aborting_;
   Algorithm* algo = nullptr;
   Status picked = pickAlgorithm(args, ctx, &algo);
   if (!picked.isOk()) {

@@ -1,6 +1,7 @@
 // ProcessWorld implementation: fork, per-rank output files, a report pipe per rank, a deadline.
 #include "tests/harness/process_world.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -68,7 +69,7 @@ std::vector<RankOutcome> runWorld(int n, const WorldOptions& opt,
   fflush(stdout);
   fflush(stderr);
   int port = freePort();
-  std::vector<pid_t> pids(n, -1);
+  std::vector<pid_t> pids(n, -1), childPids;
   std::vector<int> pipes(n, -1);
   std::vector<std::string> logs(n);
   char dir[] = "/tmp/collie-world-XXXXXX";
@@ -103,6 +104,7 @@ std::vector<RankOutcome> runWorld(int n, const WorldOptions& opt,
     }
     close(p[1]);
     pids[r] = pid;
+    childPids.push_back(pid);
     pipes[r] = p[0];
   }
   std::vector<RankOutcome> out(n);
@@ -147,6 +149,19 @@ std::vector<RankOutcome> runWorld(int n, const WorldOptions& opt,
       for (int r = 0; r < n; ++r)
         if (pids[r] > 0) kill(-pids[r], SIGKILL), kill(pids[r], SIGKILL);
     }
+  }
+  // No shared-memory segment of these ranks may outlive them (names end in -<pid>).
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.rfind("collie-", 0) != 0) continue;
+      for (pid_t pid : childPids)
+        if (name.size() > std::to_string(pid).size() &&
+            name.compare(name.size() - std::to_string(pid).size() - 1, std::string::npos,
+                         "-" + std::to_string(pid)) == 0)
+          ADD_FAILURE() << "shared-memory segment /dev/shm/" << name << " left behind";
+    }
+    closedir(d);
   }
   for (int r = 0; r < n; ++r) {
     out[r].rank = r;

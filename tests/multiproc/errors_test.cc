@@ -270,7 +270,7 @@ namespace {
 
 TEST(EnvInit, UnknownAlgorithmOrTransportIsRejectedAtInit) {
   for (auto kv : std::vector<std::pair<std::string, std::string>>{{"COLLIE_ALGO", "bogus"},
-                                                                 {"COLLIE_TRANSPORT", "shm"}}) {
+                                                                 {"COLLIE_TRANSPORT", "ucx"}}) {
     WorldOptions opt;
     opt.env = {kv};
     auto out = runWorld(1, opt, [kv](int, Reporter& rep) {

@@ -30,9 +30,9 @@ constexpr int kTimeoutMs = 3000;
 
 // The victim kills itself from a second thread while its main thread is inside large
 // AllReduces; every survivor must fail within the deadline + 2 s naming the victim.
-void killMidOp(int n, int victim) {
+void killMidOp(int n, int victim, const char* transport = "") {
   WorldOptions opt;
-  opt.env = {{"COLLIE_TIMEOUT_MS", std::to_string(kTimeoutMs)}};
+  opt.env = {{"COLLIE_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"COLLIE_TRANSPORT", transport}};
   auto out = runWorld(n, opt, [=](int rank, Reporter& rep) {
     collieComm_t c = nullptr;
     if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
@@ -76,6 +76,13 @@ void killMidOp(int n, int victim) {
 TEST(Faults, SigkillOneOfTwoRanksMidAllReduce) { killMidOp(2, 1); }
 TEST(Faults, SigkillOneOfFourRanksMidAllReduce) { killMidOp(4, 2); }
 TEST(Faults, SigkillRankZeroOfFour) { killMidOp(4, 0); }
+TEST(Faults, SigkillOneOfTwoRanksOverTcp) { killMidOp(2, 0, "tcp"); }
+TEST(Faults, SigkillOneOfFourRanksOverTcp) { killMidOp(4, 3, "tcp"); }
+TEST(Faults, SigkillOneOfThreeRanksRingOverShm) {
+  setenv("COLLIE_ALGO", "ring", 1);
+  killMidOp(3, 1, "shm");
+  unsetenv("COLLIE_ALGO");
+}
 
 // Listening TCP ports owned by the given processes (from /proc: their socket inodes matched
 // against /proc/net/tcp entries in LISTEN state).
