@@ -46,7 +46,8 @@ class ShmDirectAllReduce : public Algorithm {
  public:
   ShmDirectAllReduce()
       : chunkBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_CHUNK_BYTES"))),
-        oneShotBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_ONESHOT_BYTES"))) {}
+        oneShotBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_ONESHOT_BYTES"))),
+        streamBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_STREAM_BYTES"))) {}
   const char* name() const override { return "shm_direct"; }
   uint8_t id() const override { return kShmDirectId; }
   bool supports(Collective coll, MemoryKind kind) const override {
@@ -80,6 +81,7 @@ class ShmDirectAllReduce : public Algorithm {
 
   size_t chunkBytes_;
   size_t oneShotBytes_;
+  size_t streamBytes_;
   uint64_t events_ = 0;  // slots used so far: continues across ops, the same on every rank
   std::vector<char*> bufs_;
   size_t slotBytes_ = 0;
@@ -168,6 +170,9 @@ Status ShmDirectAllReduce::chunked(const CollArgs& a, AlgoContext& ctx) {
   const collieRedOp_t op = a.op == collieAvg ? collieSum : a.op;
   const char* in = static_cast<const char*>(a.send);
   char* out = static_cast<char*>(a.recv);
+  // A large output is written once and not read back soon: stream it past the caches. In
+  // place, the output lines were just read for the copy-in and are in cache anyway.
+  const bool streamOut = a.send != a.recv && a.count * esz >= streamBytes_;
   for (size_t off = 0; off < a.count; off += chunkElems) {
     const size_t ce = std::min(chunkElems, a.count - off);
     const uint64_t e = events_++;
@@ -183,7 +188,8 @@ Status ShmDirectAllReduce::chunked(const CollArgs& a, AlgoContext& ctx) {
     COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, false));
     for (int j = 0; j < n; ++j) {
       const size_t jo = ring::blockOffset(ce, n, j) * esz, jc = ring::blockCount(ce, n, j);
-      memcpy(out + off * esz + jo, data(j, e) + jo, jc * esz);
+      if (streamOut) copyStreaming(out + off * esz + jo, data(j, e) + jo, jc * esz);
+      else memcpy(out + off * esz + jo, data(j, e) + jo, jc * esz);
     }
   }
   return Status::ok();

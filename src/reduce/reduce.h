@@ -23,6 +23,10 @@ void reduce(void* dst, const void* a, const void* b, size_t count, collieDataTyp
 void scaleForAvg(void* buf, size_t count, collieDataType_t dtype, int divisor,
                  MemoryKind kind = MemoryKind::kHost);
 
+// memcpy with non-temporal stores, for large outputs that are not read again soon. The
+// buffers must not overlap.
+void copyStreaming(void* dst, const void* src, size_t n);
+
 // Conversions used by kernels, tests and tools.
 float halfToFloat(uint16_t h);
 uint16_t floatToHalf(float f);  // round to nearest even, overflow to inf, NaN stays NaN
