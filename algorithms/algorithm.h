@@ -27,10 +27,12 @@ struct CollArgs {
   MemoryKind memory = MemoryKind::kHost;
 };
 
-// Link parameters for the cost model: time = alpha + bytes / beta.
+// Link parameters for the cost model: a message costs alpha + bytes / beta, and reducing
+// bytes that are not overlapped with transfers costs bytes / reduce.
 struct LinkModel {
   double alphaUs = 10.0;
   double betaGBps = 2.0;
+  double reduceGBps = 5.0;
 };
 
 struct AlgoContext {
@@ -44,6 +46,7 @@ struct AlgoContext {
   std::vector<char>* scratch = nullptr;  // reusable staging, grown on demand
   const char* opName = "allreduce";
   const std::atomic<bool>* abortFlag = nullptr;  // set by collieCommAbort from another thread
+  LinkModel link;  // of the slowest transport in use, for the cost model
 
   FrameTag tagFor(const CollArgs& a, uint32_t step, uint8_t algo) const {
     FrameTag t;
@@ -76,5 +79,6 @@ std::vector<std::unique_ptr<Algorithm>> buildAlgorithms();
 
 std::unique_ptr<Algorithm> makeRingAlgorithm();
 std::unique_ptr<Algorithm> makeShmDirectAlgorithm();
+std::unique_ptr<Algorithm> makeRecursiveDoublingAlgorithm();
 
 }  // namespace collie

@@ -5,8 +5,9 @@ namespace collie {
 
 std::vector<std::unique_ptr<Algorithm>> buildAlgorithms() {
   std::vector<std::unique_ptr<Algorithm>> algos;
-  // In order of preference: the first usable one runs unless COLLIE_ALGO says otherwise.
+  // Ties in the cost model go to the earlier one.
   algos.push_back(makeShmDirectAlgorithm());
+  algos.push_back(makeRecursiveDoublingAlgorithm());
   algos.push_back(makeRingAlgorithm());
   return algos;
 }

@@ -247,6 +247,10 @@ Status CommImpl::init(BootstrapInfo info) {
   if (getenv("COLLIE_SPIN_US") == nullptr && cores > 0 && localRanks_ > static_cast<int>(cores))
     spinUs = 0;
   poller_.reset(new Poller(all, spinUs, &aborting_, shm_ ? shm_->doorbell() : nullptr));
+  // Link model of the slowest transport in use (measured on loopback here: see README).
+  bool anyTcp = false;
+  for (int p = 0; p < nranks_; ++p) anyTcp |= useTcp[p];
+  link_ = anyTcp ? LinkModel{8.0, 1.5, 5.0} : LinkModel{1.0, 8.0, 8.0};
   COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer)", rank_,
               nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks);
   progress_ = std::thread([this] { progressLoop(); });
@@ -306,12 +310,16 @@ Status CommImpl::pickAlgorithm(const CollArgs& args, const AlgoContext& ctx, Alg
     *algo = forced_;
     return Status::ok();
   }
+  // The tuner: the cheapest usable algorithm by the alpha-beta model of the links in use.
+  const size_t bytes = args.count * dtypeSize(args.dtype);
+  double best = 0;
+  *algo = nullptr;
   for (auto& a : algos_) {
-    if (a->supports(args.coll, args.memory) && a->usable(ctx, args)) {
-      *algo = a.get();
-      return Status::ok();
-    }
+    if (!a->supports(args.coll, args.memory) || !a->usable(ctx, args)) continue;
+    double c = a->costUs(bytes, nranks_, ctx.link);
+    if (*algo == nullptr || c < best) *algo = a.get(), best = c;
   }
+  if (*algo != nullptr) return Status::ok();
   return invalidArgument(std::string("no algorithm of this build runs ") +
                          collectiveName(args.coll));
 }
@@ -334,6 +342,7 @@ Status CommImpl::execute(const CollArgs& args) {
   ctx.scratch = &scratch_;
   ctx.opName = collectiveName(args.coll);
   ctx.abortFlag = &aborting_;
+  ctx.link = link_;
   Algorithm* algo = nullptr;
   Status picked = pickAlgorithm(args, ctx, &algo);
   if (!picked.isOk()) {

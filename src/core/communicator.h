@@ -82,6 +82,7 @@ class CommImpl {
   std::vector<Connection*> connPtrs_;                // the same, as the schedules see them
   std::vector<std::unique_ptr<Algorithm>> algos_;
   Algorithm* forced_ = nullptr;  // COLLIE_ALGO
+  LinkModel link_;
   std::unique_ptr<Poller> poller_;
   std::vector<char> scratch_;  // guarded by execMu_
   uint64_t seq_ = 0;           // guarded by execMu_

@@ -94,6 +94,10 @@ INSTANTIATE_TEST_SUITE_P(
                       MatrixCase{"shm_n4", 4, "shm", 1, ""}, MatrixCase{"shm_n5", 5, "shm", 1, ""},
                       MatrixCase{"shm_n8", 8, "shm", 1, ""},
                       MatrixCase{"shm_ring_n3", 3, "shm", 1, "ring"},
+                      MatrixCase{"tcp_ring_n3", 3, "tcp", 1, "ring"},
+                      MatrixCase{"tcp_rd_n3", 3, "tcp", 1, "recursive_doubling"},
+                      MatrixCase{"tcp_rd_n4", 4, "tcp", 1, "recursive_doubling"},
+                      MatrixCase{"shm_rd_n7", 7, "shm", 1, "recursive_doubling"},
                       MatrixCase{"mixed_2x2", 4, "", 2, ""}, MatrixCase{"mixed_5_on_2", 5, "", 2, ""}),
     [](const ::testing::TestParamInfo<MatrixCase>& i) { return std::string(i.param.name); });
 

@@ -5,9 +5,9 @@
 //  - Integers wrap (two's complement). Sum and prod are computed in the unsigned type of the same
 //    width, which has the same bits and no signed-overflow UB; max and min compare signed types as
 //    signed.
-//  - Max and min propagate NaN: if either input is NaN the result is NaN (it is that input,
-//    quietened when the type is f16). With no NaN they return one of the inputs exactly; which of
-//    -0 and +0 comes out of max(-0, +0) is unspecified.
+//  - Max and min propagate NaN: if either input is NaN the result is NaN (the first NaN input,
+//    made quiet for f16 and bf16, as is for f32 and f64). With no NaN they return one of the
+//    inputs exactly; which of -0 and +0 comes out of max(-0, +0) is unspecified.
 //  - Sum and prod follow IEEE: NaN in gives NaN out, inf + -inf and 0 * inf give NaN, overflow
 //    gives inf.
 //  - f16 and bf16 are widened to f32 exactly, combined in f32 and rounded to nearest even once.
