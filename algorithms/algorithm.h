@@ -47,6 +47,7 @@ struct AlgoContext {
   const char* opName = "allreduce";
   const std::atomic<bool>* abortFlag = nullptr;  // set by collieCommAbort from another thread
   LinkModel link;  // of the slowest transport in use, for the cost model
+  bool oversubscribed = false;  // more local ranks than cores: yield instead of spinning
 
   FrameTag tagFor(const CollArgs& a, uint32_t step, uint8_t algo) const {
     FrameTag t;

@@ -127,7 +127,9 @@ Status ShmDirectAllReduce::waitAll(const CollArgs& a, AlgoContext& ctx, uint64_t
     uint64_t start = 0;
     for (unsigned spin = 0; flag.load(std::memory_order_acquire) < want; ++spin) {
       if ((spin & 255) != 255) {
-        __builtin_ia32_pause();
+        // With more ranks than cores the peer may need this very core: give it up at once.
+        if (ctx.oversubscribed) sched_yield();
+        else __builtin_ia32_pause();
         continue;
       }
       // Now and then: is the peer alive, did it abort, is time up? Then back off: yield to a

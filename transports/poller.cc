@@ -1,5 +1,6 @@
 // Poller: progress, spin, then sleep in poll() — the wait loop of every schedule.
 #include <poll.h>
+#include <sched.h>
 
 #include <cerrno>
 
@@ -71,6 +72,7 @@ Status Poller::progressUntilAny(Request* const* reqs, size_t n, const Deadline& 
     if (spinUntil == 0) spinUntil = nowNs() + static_cast<uint64_t>(spinUs_) * 1000;
     if (abort_ != nullptr && abort_->load(std::memory_order_relaxed))
       return Status(collieRemoteError, std::string(op) + ": aborted by collieCommAbort");
+    if (yield_) sched_yield();
     if ((++spins & 63) != 0 || nowNs() < spinUntil) continue;
     if (deadline.expired()) {
       for (size_t i = 0; i < n; ++i)

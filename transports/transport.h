@@ -88,9 +88,14 @@ class Doorbell {
 class Poller {
  public:
   // abortFlag (may be null): set by another thread to make every wait return an error.
+  // yield: give the core up between idle polls while spinning (more ranks than cores).
   Poller(std::vector<Connection*> conns, int64_t spinUs, const std::atomic<bool>* abortFlag,
-         Doorbell* doorbell = nullptr)
-      : conns_(std::move(conns)), spinUs_(spinUs), abort_(abortFlag), doorbell_(doorbell) {}
+         Doorbell* doorbell = nullptr, bool yield = false)
+      : conns_(std::move(conns)),
+        spinUs_(spinUs),
+        abort_(abortFlag),
+        doorbell_(doorbell),
+        yield_(yield) {}
   // Returns when req is done (its status), or an error from any connection, or a timeout
   // naming req's peer and what was waited for.
   Status wait(Request* req, const Deadline& deadline, const char* op);
@@ -104,6 +109,7 @@ class Poller {
   int64_t spinUs_;
   const std::atomic<bool>* abort_;
   Doorbell* doorbell_;
+  bool yield_;
   std::vector<struct pollfd> fds_;
 };
 

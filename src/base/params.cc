@@ -22,7 +22,7 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_CHUNK_BYTES", "512K", "pipeline chunk of the ring algorithm, bytes"},
       {"COLLIE_SOCKET_BUFFER", "4M", "SO_SNDBUF/SO_RCVBUF per socket (0 = kernel default)"},
       {"COLLIE_SPIN_US", "50",
-       "busy-poll this long before sleeping in poll(), us (0 when ranks outnumber cores)"},
+       "busy-poll this long before sleeping, us (yielding the core when ranks outnumber cores)"},
       {"COLLIE_HOSTID", "", "host identity override (default: hostname + boot id + netns)"},
       {"COLLIE_ALGO", "", "force an AllReduce algorithm: ring, shm_direct"},
       {"COLLIE_TRANSPORT", "", "restrict transports: comma list of tcp, shm"},

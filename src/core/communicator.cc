@@ -244,9 +244,9 @@ Status CommImpl::init(BootstrapInfo info) {
   // spinning rank steals the core its peer needs to make the data it waits for.
   int64_t spinUs = params().getInt("COLLIE_SPIN_US");
   unsigned cores = std::thread::hardware_concurrency();
-  if (getenv("COLLIE_SPIN_US") == nullptr && cores > 0 && localRanks_ > static_cast<int>(cores))
-    spinUs = 0;
-  poller_.reset(new Poller(all, spinUs, &aborting_, shm_ ? shm_->doorbell() : nullptr));
+  oversubscribed_ = cores > 0 && localRanks_ > static_cast<int>(cores);
+  poller_.reset(new Poller(all, spinUs, &aborting_, shm_ ? shm_->doorbell() : nullptr,
+                           oversubscribed_));
   // Link model of the slowest transport in use (measured on loopback here: see README).
   bool anyTcp = false;
   for (int p = 0; p < nranks_; ++p) anyTcp |= useTcp[p];
@@ -343,6 +343,7 @@ Status CommImpl::execute(const CollArgs& args) {
   ctx.opName = collectiveName(args.coll);
   ctx.abortFlag = &aborting_;
   ctx.link = link_;
+  ctx.oversubscribed = oversubscribed_;
   Algorithm* algo = nullptr;
   Status picked = pickAlgorithm(args, ctx, &algo);
   if (!picked.isOk()) {

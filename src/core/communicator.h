@@ -71,6 +71,7 @@ class CommImpl {
   int rank_ = 0;
   int nranks_ = 1;
   int localRanks_ = 1;  // ranks on this host, this one included
+  bool oversubscribed_ = false;
   int64_t timeoutMs_ = 300000;
   size_t chunkBytes_ = 512 << 10;
   std::unique_ptr<StoreServer> server_;
