@@ -150,15 +150,20 @@ void StreamConnection::place(size_t bytes, size_t* rr, Fn&& fn) {
   }
 }
 
-Status StreamConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+// Resets a request for a new transfer to this connection's peer.
+static void startRequest(Request* req, size_t bytes, const FrameTag& tag, bool isSend, int peer) {
   req->done = false;
   req->status = Status::ok();
   req->bytes = bytes;
-  req->peer = peer_;
-  req->isSend = true;
+  req->peer = peer;
+  req->isSend = isSend;
   req->tag = tag;
-  if (!failed_.isOk()) return failed_;
   req->partsLeft = 0;
+}
+
+Status StreamConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+  startRequest(req, bytes, tag, true, peer_);
+  if (!failed_.isOk()) return failed_;
   place(bytes, &sendRr_, [&](size_t s, size_t off, size_t len) {
     FrameTag t = tag;
     socks_[s].sends.push_back(
@@ -169,14 +174,8 @@ Status StreamConnection::isend(const void* buf, size_t bytes, const FrameTag& ta
 }
 
 Status StreamConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) {
-  req->done = false;
-  req->status = Status::ok();
-  req->bytes = bytes;
-  req->peer = peer_;
-  req->isSend = false;
-  req->tag = tag;
+  startRequest(req, bytes, tag, false, peer_);
   if (!failed_.isOk()) return failed_;
-  req->partsLeft = 0;
   place(bytes, &recvRr_, [&](size_t s, size_t off, size_t len) {
     socks_[s].recvs.push_back(RecvItem{static_cast<char*>(buf) + off, len, 0, tag, req});
     ++req->partsLeft;
