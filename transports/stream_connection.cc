@@ -331,18 +331,30 @@ bool StreamConnection::hasPending() const {
 void StreamConnection::sendAbort(const std::string& reason) {
   if (aborted_ || abortSent_ || socks_.empty()) return;
   abortSent_ = true;
-  // The abort goes on every socket that is at a frame boundary, so that whichever socket the
-  // peer reads first tells it why; a socket mid-frame is skipped (the abort would be read as
-  // body bytes) and the peer learns from the other sockets or from the close.
+  // The abort goes on every stream, so that whichever one the peer reads first tells it why. A
+  // stream in the middle of a frame first gets the rest of that frame (its buffer is still
+  // valid: this runs inside the failing op), else the abort would be read as body bytes and the
+  // peer would see only a close and blame this rank. All bounded: a peer that reads nothing
+  // any more learns from the close instead.
   std::string r = reason.substr(0, kMaxAbortPayload);
   FrameHeader h{};
   h.magic = kAbortMagic;
   h.commId = commId_;
   h.len = r.size();
-  Deadline d = Deadline::afterMs(200);
+  Deadline d = Deadline::afterMs(500);
+  constexpr size_t kHdr = sizeof(FrameHeader);
   for (auto& s : socks_) {
     if (s.eof) continue;
-    if (!s.sends.empty() && s.sends.front().sent > 0) continue;
+    if (!s.sends.empty() && s.sends.front().sent > 0) {
+      SendItem& it = s.sends.front();
+      bool ok = true;
+      if (it.sent < kHdr)
+        ok = writeAllTo(*s.io, reinterpret_cast<char*>(&it.hdr) + it.sent, kHdr - it.sent, d);
+      size_t dataSent = it.sent > kHdr ? it.sent - kHdr : 0;
+      if (ok) ok = writeAllTo(*s.io, it.data + dataSent, it.len - dataSent, d);
+      if (!ok) continue;
+      it.sent = kHdr + it.len;
+    }
     if (writeAllTo(*s.io, &h, sizeof(h), d)) writeAllTo(*s.io, r.data(), r.size(), d);
   }
 }

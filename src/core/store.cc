@@ -413,6 +413,8 @@ StatusOr<std::string> TcpStore::call(uint8_t cmd, const std::string& key, const 
     // The stream may hold half a reply now: never reuse it.
     close(fd_);
     fd_ = -1;
+    // A store that goes away is a remote failure (its rank gave up or died), not ours.
+    if (st.code() == collieSystemError) st = remoteError("lost the store: " + st.message());
     return st.withContext("store at " + server_.toString());
   }
   *replyCode = r.code;
