@@ -14,6 +14,9 @@
 
 namespace collie {
 
+// Frames with at most this many body bytes are read with their header in one call.
+constexpr size_t kSmallFrame = 4096;
+
 std::string describeFrameTag(const FrameTag& t) {
   std::string s = collectiveName(static_cast<Collective>(t.coll));
   s += " count " + std::to_string(t.count) + " " +
@@ -220,10 +223,22 @@ Status StreamConnection::progressSend(Sock& s, bool* progressed) {
   return Status::ok();
 }
 
-Status StreamConnection::readAbort(Sock& s) {
+ssize_t ByteStream::readv(const iovec* iov, int n) {
+  ssize_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    ssize_t r = read(iov[i].iov_base, iov[i].iov_len);
+    if (r < 0) return total > 0 ? total : r;
+    total += r;
+    if (static_cast<size_t>(r) < iov[i].iov_len) break;
+  }
+  return total;
+}
+
+Status StreamConnection::readAbort(Sock& s, const std::string& prefix) {
   size_t len = s.hdr.len > kMaxAbortPayload ? kMaxAbortPayload : s.hdr.len;
-  std::string reason(len, '\0');
-  size_t got = 0;
+  std::string reason = prefix.substr(0, len);
+  size_t got = reason.size();
+  reason.resize(len);
   Deadline d = Deadline::afterMs(1000);
   while (got < len && !d.expired()) {
     ssize_t r = s.io->read(&reason[got], len - got);
@@ -249,10 +264,45 @@ Status StreamConnection::eofError(Sock& s) {
                           ": connection closed (the peer process exited or was killed)"));
 }
 
+Status StreamConnection::readSmallFrame(Sock& s, bool* progressed, bool* done) {
+  constexpr size_t kHdr = sizeof(FrameHeader);
+  RecvItem& it = s.recvs.front();
+  iovec iov[2] = {{&s.hdr, kHdr}, {it.data, it.len}};
+  ssize_t r = s.io->readv(iov, 2);
+  if (r == 0) return Status::ok();
+  if (r == -ESHUTDOWN) {
+    s.eof = true;
+    return eofError(s);
+  }
+  if (r < 0) return lost("receive failed", r);
+  *progressed = true;
+  *done = true;  // the caller goes on with whatever is still missing
+  if (static_cast<size_t>(r) < kHdr) {
+    s.hdrGot = static_cast<size_t>(r);
+    return Status::ok();
+  }
+  s.hdrGot = kHdr;
+  size_t body = static_cast<size_t>(r) - kHdr;
+  // Bytes past the header landed in the user's buffer before the header was checked: an abort
+  // reason or a mismatching frame fails the connection, so nobody uses them.
+  if (s.hdr.magic == kAbortMagic && s.hdr.commId == commId_)
+    return readAbort(s, std::string(it.data, body));
+  Status st = checkFrame(s.hdr, commId_, it.expect, it.len, peer_);
+  if (!st.isOk()) return fail(st);
+  it.got = body;
+  return Status::ok();
+}
+
 Status StreamConnection::progressRecv(Sock& s, bool* progressed) {
   constexpr size_t kHdr = sizeof(FrameHeader);
   if (s.eof) return eofError(s);
   for (;;) {
+    if (s.hdrGot == 0 && !s.recvs.empty() && s.recvs.front().len > 0 &&
+        s.recvs.front().len <= kSmallFrame) {
+      bool done = false;
+      COLLIE_RETURN_IF_ERROR(readSmallFrame(s, progressed, &done));
+      if (!done) return Status::ok();
+    }
     if (s.hdrGot < kHdr) {
       // With no receive posted we still read headers: that is how an abort or a closed
       // connection is noticed while this rank waits on someone else.

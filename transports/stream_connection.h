@@ -45,6 +45,8 @@ class ByteStream {
   // peer's data, anything else for a lost peer.
   virtual ssize_t writev(const iovec* iov, int n) = 0;
   virtual ssize_t read(void* buf, size_t n) = 0;
+  // Scatter read with the same results as read (a stream without one reads piece by piece).
+  virtual ssize_t readv(const iovec* iov, int n);
   // Waited on with POLLIN/POLLOUT when nothing moves; -1 when the stream has none (shared
   // memory wakes its reader through the transport's doorbell instead).
   virtual int pollFd() const = 0;
@@ -104,7 +106,9 @@ class StreamConnection : public Connection {
   void place(size_t bytes, size_t* rr, Fn&& fn);
   Status progressSend(Sock& s, bool* progressed);
   Status progressRecv(Sock& s, bool* progressed);
-  Status readAbort(Sock& s);
+  Status readAbort(Sock& s, const std::string& prefix = "");
+  // A small frame's header and body in one read, straight into the posted buffer.
+  Status readSmallFrame(Sock& s, bool* progressed, bool* done);
   Status lost(const char* what, ssize_t err);
   Status eofError(Sock& s);
   Status fail(Status st);

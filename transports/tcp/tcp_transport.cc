@@ -78,6 +78,20 @@ ssize_t TcpStream::read(void* buf, size_t n) {
   }
 }
 
+ssize_t TcpStream::readv(const iovec* iov, int n) {
+  msghdr mh{};
+  mh.msg_iov = const_cast<iovec*>(iov);
+  mh.msg_iovlen = static_cast<size_t>(n);
+  for (;;) {
+    ssize_t r = recvmsg(fd_, &mh, MSG_DONTWAIT);
+    if (r > 0) return r;
+    if (r == 0) return -ESHUTDOWN;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    return -errno;
+  }
+}
+
 void TcpStream::shutdownWrite() { shutdown(fd_, SHUT_WR); }
 
 TcpTransport::~TcpTransport() {

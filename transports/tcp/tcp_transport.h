@@ -67,6 +67,7 @@ class TcpStream : public ByteStream {
   ~TcpStream() override;
   ssize_t writev(const iovec* iov, int n) override;
   ssize_t read(void* buf, size_t n) override;
+  ssize_t readv(const iovec* iov, int n) override;
   int pollFd() const override { return fd_; }
   void shutdownWrite() override;
 
