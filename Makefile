@@ -7,9 +7,9 @@ JOBS       ?= $(shell nproc)
 RANKS      ?= 4
 CMAKE_ARGS ?=
 
-BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev
+BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
 
-.PHONY: all deps build run test test-unit test-multiproc test-sanitize clean
+.PHONY: all deps build run demo test test-unit test-multiproc test-sanitize clean
 
 all: build
 
@@ -23,6 +23,14 @@ build: deps
 # The main job: the bus-bandwidth table of a 4-rank AllReduce, 8 B to 64 MiB, checked.
 run: build
 	$(BUILD)/bin/collie-run -n $(RANKS) $(BUILD)/bin/collie-perf -b 8 -e 64M -f 4 -c 1
+
+# The training demo: 2 ranks train an MLP on Fashion-MNIST for 10 epochs (the data set and
+# gnuplot, for the curves, are Debian packages), then print the test accuracy and throughput.
+demo:
+	@bash tools/install_deps.sh $(BUILD_PACKAGES) dataset-fashion-mnist gnuplot-nox
+	$(MAKE) build
+	$(BUILD)/bin/collie-run -n 2 $(BUILD)/bin/collie-train --epochs 10 --batch 128 --lr 0.1 \
+	  --momentum 0.5 --metrics $(BUILD)/demo-metrics.csv --plot $(BUILD)/demo-curves.png
 
 # Unit tests in parallel, multi-process tests one at a time (they time real deadlines), then
 # the same under AddressSanitizer and UndefinedBehaviorSanitizer.

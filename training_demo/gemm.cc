@@ -1,0 +1,207 @@
+// Blocked GEMM in the GotoBLAS layout: B is packed into k x NR column panels, A into MR x k row
+// panels, and a micro-kernel keeps an MR x NR tile of C in vector registers for the whole k
+// block. GCC vector extensions pick the widest vectors the target has (AVX-512, AVX2, SSE).
+#include "training_demo/gemm.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+namespace collie {
+namespace train {
+namespace {
+
+#if defined(__AVX512F__)
+constexpr int kVecBytes = 64;
+constexpr int kRowsPerTile = 8;
+#elif defined(__AVX__)
+constexpr int kVecBytes = 32;
+constexpr int kRowsPerTile = 6;
+#else
+constexpr int kVecBytes = 16;
+constexpr int kRowsPerTile = 4;
+#endif
+
+// Block sizes: a k block of B panels (kKc x kNc) stays in L2, an A block (kMc x kKc) in L1/L2.
+constexpr int kKc = 256;
+constexpr int kMc = kRowsPerTile * 16;
+constexpr int kNc = 1024;
+
+template <typename T>
+struct Vec;
+template <>
+struct Vec<float> {
+  typedef float type __attribute__((vector_size(kVecBytes)));
+};
+template <>
+struct Vec<double> {
+  typedef double type __attribute__((vector_size(kVecBytes)));
+};
+
+template <typename T>
+struct Tile {
+  using V = typename Vec<T>::type;
+  static constexpr int kLanes = kVecBytes / sizeof(T);
+  static constexpr int kMr = kRowsPerTile;
+  static constexpr int kNr = 2 * kLanes;  // two vectors per row of the tile
+};
+
+// A strided view: element (i, j) of op(X) is p[i * rs + j * cs].
+template <typename T>
+struct Strided {
+  const T* p;
+  ptrdiff_t rs, cs;
+  T at(int i, int j) const { return p[i * rs + j * cs]; }
+};
+
+template <typename T>
+Strided<T> view(Trans t, const T* p, int ld) {
+  return t == Trans::kNo ? Strided<T>{p, ld, 1} : Strided<T>{p, 1, ld};
+}
+
+// Packs op(A)[i0:i0+mc, p0:p0+kc] as MR-row panels, p-major inside a panel, zero-padded.
+// Each source row (or column) is read front to back, so the prefetcher can follow it.
+template <typename T>
+void packA(const Strided<T>& a, int i0, int mc, int p0, int kc, T* out) {
+  constexpr int kMr = Tile<T>::kMr;
+  for (int ir = 0; ir < mc; ir += kMr, out += kMr * kc) {
+    const int mr = std::min(kMr, mc - ir);
+    if (mr < kMr) std::fill(out, out + kMr * kc, T(0));
+    if (a.rs == 1) {  // op(A) columns are contiguous: one copy per p
+      for (int p = 0; p < kc; ++p) {
+        std::memcpy(out + p * kMr, a.p + (p0 + p) * a.cs + (i0 + ir), mr * sizeof(T));
+      }
+    } else {
+      for (int i = 0; i < mr; ++i) {
+        const T* row = a.p + (i0 + ir + i) * a.rs + p0 * a.cs;
+        for (int p = 0; p < kc; ++p) out[p * kMr + i] = row[p * a.cs];
+      }
+    }
+  }
+}
+
+// Packs op(B)[p0:p0+kc, j0:j0+nc] as NR-column panels, p-major inside a panel, zero-padded.
+template <typename T>
+void packB(const Strided<T>& b, int p0, int kc, int j0, int nc, T* out) {
+  constexpr int kNr = Tile<T>::kNr;
+  for (int jr = 0; jr < nc; jr += kNr, out += kNr * kc) {
+    const int nr = std::min(kNr, nc - jr);
+    if (nr < kNr) std::fill(out, out + kNr * kc, T(0));
+    if (b.cs == 1) {  // op(B) rows are contiguous: one copy per p
+      for (int p = 0; p < kc; ++p) {
+        std::memcpy(out + p * kNr, b.p + (p0 + p) * b.rs + (j0 + jr), nr * sizeof(T));
+      }
+    } else {  // e.g. a transposed weight matrix: walk each column front to back
+      for (int j = 0; j < nr; ++j) {
+        const T* col = b.p + (j0 + jr + j) * b.cs + p0 * b.rs;
+        for (int p = 0; p < kc; ++p) out[p * kNr + j] = col[p * b.rs];
+      }
+    }
+  }
+}
+
+// C[0:mr, 0:nr] = alpha * (Ap * Bp) + beta * C for one packed panel pair.
+template <typename T>
+void microKernel(int kc, const T* __restrict ap, const T* __restrict bp, T* __restrict c, int ldc,
+                 int mr, int nr, T alpha, T beta) {
+  using V = typename Tile<T>::V;
+  constexpr int kMr = Tile<T>::kMr, kNr = Tile<T>::kNr, kLanes = Tile<T>::kLanes;
+  V acc[kMr][2] = {};
+  for (int p = 0; p < kc; ++p) {
+    V b0, b1;
+    std::memcpy(&b0, bp, sizeof(V));
+    std::memcpy(&b1, bp + kLanes, sizeof(V));
+#pragma GCC unroll 8
+    for (int i = 0; i < kMr; ++i) {
+      acc[i][0] += ap[i] * b0;
+      acc[i][1] += ap[i] * b1;
+    }
+    ap += kMr;
+    bp += kNr;
+  }
+  T tile[kMr][kNr];
+  std::memcpy(tile, acc, sizeof(tile));
+  for (int i = 0; i < mr; ++i) {
+    T* row = c + static_cast<ptrdiff_t>(i) * ldc;
+    if (beta == T(0)) {
+      for (int j = 0; j < nr; ++j) row[j] = alpha * tile[i][j];
+    } else {
+      for (int j = 0; j < nr; ++j) row[j] = alpha * tile[i][j] + beta * row[j];
+    }
+  }
+}
+
+// Packing buffers live for the thread: allocating them per call would cost more than small
+// products take.
+template <typename T>
+T* scratch(std::vector<typename Tile<T>::V>& buf, size_t elems) {
+  const size_t vecs = (elems + Tile<T>::kLanes - 1) / Tile<T>::kLanes;
+  if (buf.size() < vecs) buf.resize(vecs);
+  return reinterpret_cast<T*>(buf.data());
+}
+
+}  // namespace
+
+template <typename T>
+void gemm(Trans transA, Trans transB, int m, int n, int k, T alpha, const T* a, int lda, const T* b,
+          int ldb, T beta, T* c, int ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {  // C = beta * C
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    return;
+  }
+  constexpr int kMr = Tile<T>::kMr, kNr = Tile<T>::kNr;
+  thread_local std::vector<typename Tile<T>::V> bufA, bufB;
+  T* packedA = scratch<T>(bufA, static_cast<size_t>(kMc) * kKc);
+  T* packedB = scratch<T>(bufB, static_cast<size_t>(kKc) * (kNc + kNr));
+  const Strided<T> va = view(transA, a, lda), vb = view(transB, b, ldb);
+  for (int jc = 0; jc < n; jc += kNc) {
+    const int nc = std::min(kNc, n - jc);
+    for (int pc = 0; pc < k; pc += kKc) {
+      const int kc = std::min(kKc, k - pc);
+      const T betaBlock = pc == 0 ? beta : T(1);  // later k blocks accumulate
+      packB(vb, pc, kc, jc, nc, packedB);
+      for (int ic = 0; ic < m; ic += kMc) {
+        const int mc = std::min(kMc, m - ic);
+        packA(va, ic, mc, pc, kc, packedA);
+        for (int jr = 0; jr < nc; jr += kNr) {
+          const T* bp = packedB + static_cast<ptrdiff_t>(jr / kNr) * kc * kNr;
+          for (int ir = 0; ir < mc; ir += kMr) {
+            const T* ap = packedA + static_cast<ptrdiff_t>(ir / kMr) * kc * kMr;
+            T* cp = c + static_cast<ptrdiff_t>(ic + ir) * ldc + (jc + jr);
+            microKernel(kc, ap, bp, cp, ldc, std::min(kMr, mc - ir), std::min(kNr, nc - jr), alpha,
+                        betaBlock);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void gemmReference(Trans transA, Trans transB, int m, int n, int k, T alpha, const T* a, int lda,
+                   const T* b, int ldb, T beta, T* c, int ldc) {
+  const Strided<T> va = view(transA, a, lda), vb = view(transB, b, ldb);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int p = 0; p < k; ++p) sum += static_cast<double>(va.at(i, p)) * vb.at(p, j);
+      T& out = c[i * ldc + j];
+      out = static_cast<T>(alpha * sum + (beta == T(0) ? 0.0 : static_cast<double>(beta) * out));
+    }
+  }
+}
+
+template void gemm<float>(Trans, Trans, int, int, int, float, const float*, int, const float*, int,
+                          float, float*, int);
+template void gemm<double>(Trans, Trans, int, int, int, double, const double*, int, const double*,
+                           int, double, double*, int);
+template void gemmReference<float>(Trans, Trans, int, int, int, float, const float*, int,
+                                   const float*, int, float, float*, int);
+template void gemmReference<double>(Trans, Trans, int, int, int, double, const double*, int,
+                                    const double*, int, double, double*, int);
+
+}  // namespace train
+}  // namespace collie
