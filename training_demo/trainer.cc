@@ -68,15 +68,18 @@ double secondsSince(Clock::time_point t) {
 // Sums over an interval of steps (a log interval, an epoch, the run).
 struct Meter {
   int64_t steps = 0, samples = 0;
-  double stepSeconds = 0, commSeconds = 0, lossSum = 0;  // lossSum: per-sample loss sum
+  double stepSeconds = 0, commSeconds = 0;
+  double lossSum = 0, correct = 0;  // sums over samples
   void add(const Meter& m) {
     steps += m.steps;
     samples += m.samples;
     stepSeconds += m.stepSeconds;
     commSeconds += m.commSeconds;
     lossSum += m.lossSum;
+    correct += m.correct;
   }
   double loss() const { return samples ? lossSum / samples : 0; }
+  double accuracy() const { return samples ? correct / samples : 0; }
   double rate() const { return stepSeconds > 0 ? samples / stepSeconds : 0; }
   double commShare() const { return stepSeconds > 0 ? commSeconds / stepSeconds : 0; }
 };
@@ -93,6 +96,7 @@ class Trainer {
   Status loadData();
   std::string configString() const;
   Status restore();
+  Status checkSameSettings(size_t capElems);
   void printHeader() const;
   void gather(const Dataset& d, const std::vector<uint32_t>& idx, std::vector<float>* x,
               std::vector<uint8_t>* y) const;
@@ -201,11 +205,35 @@ Status Trainer::setUp() {
       std::make_unique<GradientBuckets>(comm_, grads_.data(), grads_.size(), capElems, overlap_);
   // Small enough that a bucket launches soon after backward passes its end.
   blockElems_ = overlap_ ? std::max<size_t>(capElems / 4, 4096) : grads_.size();
+  COLLIE_TRAIN_RETURN_IF_ERROR(checkSameSettings(capElems));
   if (o_.resume) COLLIE_TRAIN_RETURN_IF_ERROR(restore());
   if (rank_ == 0 && !o_.metricsFile.empty()) {
     COLLIE_TRAIN_RETURN_IF_ERROR(csv_.open(o_.metricsFile, o_.resume));
   }
   printHeader();
+  return Status();
+}
+
+// Ranks started with different settings or data would train different models without any
+// collective noticing (the gradient sizes still agree): compare a checksum of them once.
+Status Trainer::checkSameSettings(size_t capElems) {
+  if (!comm_ || world_ == 1) return Status();
+  std::ostringstream all;
+  all << configString() << "epochs=" << o_.epochs << "\nsteps=" << o_.maxSteps
+      << "\nbucket_elems=" << capElems << "\n";
+  const std::string text = all.str();
+  const uint32_t crc = static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
+  // max(crc) == ~max(~crc) exactly when every rank has the same crc.
+  uint32_t v[2] = {crc, ~crc};
+  Result r = comm_->allreduce(v, v, 2, collieUint32, collieMax);
+  if (!r) return Status::error("comparing settings with the other ranks failed: " + r.toString());
+  if (v[0] != ~v[1]) {
+    return Status::error("the ranks were started with different settings or data (this rank: " +
+                         text.substr(0, text.find('\n')) + ", batch " + std::to_string(o_.batch) +
+                         ", data " + o_.dataDir +
+                         "); start every rank with the same options and data files");
+  }
   return Status();
 }
 
@@ -290,6 +318,7 @@ Status Trainer::step(size_t s, Meter* m) {
   m->steps += 1;
   m->samples += static_cast<int64_t>(globalBatch);
   m->lossSum += static_cast<double>(grads_[0]) * globalBatch;
+  m->correct += static_cast<double>(grads_[1]) * globalBatch;
   m->commSeconds += comm;
   m->stepSeconds += secondsSince(t0);
   return Status();
@@ -369,10 +398,10 @@ Status Trainer::endEpoch(const Meter& epoch) {
   epochRows_.push_back({e, static_cast<int64_t>(pos_.globalStep), epoch.loss(), acc, epoch.rate(),
                         epoch.commShare()});
   csv_.write(epochRows_.back());
-  log("epoch %d/%d  loss %.4f  test accuracy %.2f%%  %.0f samples/s  comm wait %.1f%%  "
-      "(%.2f s, evaluation %.2f s)\n",
-      e, o_.epochs, epoch.loss(), 100 * acc, epoch.rate(), 100 * epoch.commShare(),
-      epoch.stepSeconds, secondsSince(t0));
+  log("epoch %d/%d  loss %.4f  train accuracy %.2f%%  test accuracy %.2f%%  %.0f samples/s  "
+      "comm wait %.1f%%  (%.2f s, evaluation %.2f s)\n",
+      e, o_.epochs, epoch.loss(), 100 * epoch.accuracy(), 100 * acc, epoch.rate(),
+      100 * epoch.commShare(), epoch.stepSeconds, secondsSince(t0));
   return Status();
 }
 

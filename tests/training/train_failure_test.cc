@@ -1,6 +1,7 @@
 // A rank killed mid-training: the surviving ranks stop with an error that names the lost peer,
 // within the deadline, over each transport. The ranks are started directly (not by collie-run,
-// which would end the survivors itself) with a short COLLIE_TIMEOUT_MS.
+// which would end the survivors itself) with a short COLLIE_TIMEOUT_MS. Ranks started with
+// different settings refuse to train.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -87,6 +88,28 @@ void killOneRank(const std::string& transport) {
   }
   const double took = std::chrono::duration<double>(Clock::now() - killed).count();
   EXPECT_LT(took, 20.0) << "the survivors took " << took << " s to stop";
+}
+
+TEST(MismatchedRanks, DifferentSettingsAreRefusedByEveryRank) {
+  TempDir d;
+  ASSERT_EQ(mkdir(d.file("data").c_str(), 0755), 0);
+  testing::writeSyntheticData(d.file("data"), 240, 40);
+  const std::string port = std::to_string(freePort());
+  std::vector<Child> ranks;
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<std::string> env{"RANK=" + std::to_string(r), "WORLD_SIZE=2",
+                                       "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port,
+                                       "COLLIE_TIMEOUT_MS=10000"};
+    ranks.push_back(testing::spawn({kTrain, "--data", d.file("data"), "--hidden", "16", "--epochs",
+                                    "1", "--lr", r == 0 ? "0.1" : "0.2"},
+                                   env, d.file("out" + std::to_string(r)),
+                                   d.file("err" + std::to_string(r))));
+  }
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(testing::waitChild(ranks[r], 30), 1);
+    const std::string err = readFile(ranks[r].errPath);
+    EXPECT_NE(err.find("different settings"), std::string::npos) << err;
+  }
 }
 
 TEST(KilledRank, SurvivorsStopWithAClearErrorOverTcp) { killOneRank("tcp"); }
