@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 RANKS      ?= 4
 CMAKE_ARGS ?=
 
-BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libucx-dev
 
 .PHONY: all deps build run demo test test-unit test-multiproc test-sanitize clean
 

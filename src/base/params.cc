@@ -25,7 +25,9 @@ static const std::vector<ParamInfo>& table() {
        "busy-poll this long before sleeping, us (yielding the core when ranks outnumber cores)"},
       {"COLLIE_HOSTID", "", "host identity override (default: hostname + boot id + netns)"},
       {"COLLIE_ALGO", "", "force an AllReduce algorithm: ring, shm_direct"},
-      {"COLLIE_TRANSPORT", "", "restrict transports: comma list of tcp, shm"},
+      {"COLLIE_TRANSPORT", "",
+       "restrict transports: comma list of tcp, shm, ucx (listing ucx forces it where shm is not "
+       "listed or cannot reach)"},
       {"COLLIE_SHM_RING_BYTES", "1M", "shared-memory ring per peer and direction, bytes"},
       {"COLLIE_SHM_STAGING_BYTES", "4M", "shared-memory staging buffer per rank (two slots), bytes"},
       {"COLLIE_SHM_CHUNK_BYTES", "512K", "pipeline chunk of the shm_direct AllReduce, bytes"},

@@ -12,6 +12,9 @@
 
 #include "src/base/log.h"
 #include "src/base/params.h"
+#ifdef COLLIE_HAVE_UCX
+#include "transports/ucx/ucx_transport.h"
+#endif
 
 namespace collie {
 
@@ -73,6 +76,14 @@ static std::string hostId() {
   return id;
 }
 
+#ifdef COLLIE_HAVE_UCX
+constexpr bool kHaveUcx = true;
+constexpr const char* kBuildTransports = "tcp, shm, ucx";
+#else
+constexpr bool kHaveUcx = false;
+constexpr const char* kBuildTransports = "tcp, shm";
+#endif
+
 static std::string joinRanks(const std::vector<int>& v) {
   std::string s;
   for (size_t i = 0; i < v.size() && i < 32; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -104,23 +115,27 @@ Status CommImpl::init(BootstrapInfo info) {
                              have + ")");
     }
   }
-  bool allowTcp = true, allowShm = true;
-  {
-    std::string list = params().getString("COLLIE_TRANSPORT");
-    if (!list.empty()) {
-      allowTcp = allowShm = false;
-      size_t pos = 0;
-      while (pos <= list.size()) {
-        size_t e = list.find(',', pos);
-        if (e == std::string::npos) e = list.size();
-        std::string t = list.substr(pos, e - pos);
-        if (t == "tcp") allowTcp = true;
-        else if (t == "shm") allowShm = true;
-        else
-          return invalidArgument(where + ": COLLIE_TRANSPORT=" + list + ": '" + t +
-                                 "' is not a transport of this build (tcp, shm)");
-        pos = e + 1;
-      }
+  // Unset: shm inside the host, ucx across hosts where RDMA is present, tcp elsewhere. A list
+  // restricts the choice and prefers shm, then ucx, then tcp: ucx listed means ucx is forced.
+  bool allowTcp = true, allowShm = true, allowUcx = kHaveUcx, ucxForced = false;
+  const std::string transports = params().getString("COLLIE_TRANSPORT");
+  if (!transports.empty()) {
+    allowTcp = allowShm = allowUcx = false;
+    size_t pos = 0;
+    while (pos <= transports.size()) {
+      size_t e = transports.find(',', pos);
+      if (e == std::string::npos) e = transports.size();
+      std::string t = transports.substr(pos, e - pos);
+      if (t == "tcp")
+        allowTcp = true;
+      else if (t == "shm")
+        allowShm = true;
+      else if (t == "ucx" && kHaveUcx)
+        allowUcx = ucxForced = true;
+      else
+        return invalidArgument(where + ": COLLIE_TRANSPORT=" + transports + ": '" + t +
+                               "' is not a transport of this build (" + kBuildTransports + ")");
+      pos = e + 1;
     }
   }
 
@@ -208,21 +223,34 @@ Status CommImpl::init(BootstrapInfo info) {
   std::vector<int> localRanks;
   for (int r = 0; r < nranks_; ++r)
     if (hosts[r] == hosts[rank_]) localRanks.push_back(r);
-  std::vector<bool> useShm(nranks_, false), useTcp(nranks_, false);
+  std::vector<bool> useShm(nranks_, false), useTcp(nranks_, false), useUcx(nranks_, false);
+  bool wantUcx = false;
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
-    useShm[p] = allowShm && hosts[p] == hosts[rank_];
-    useTcp[p] = !useShm[p];
-    if (useTcp[p] && !allowTcp)
-      return invalidArgument(where + ": COLLIE_TRANSPORT=" + params().getString("COLLIE_TRANSPORT") +
+    bool local = hosts[p] == hosts[rank_];
+    useShm[p] = allowShm && local;
+    // Unforced, ucx is only a candidate until the exchange shows RDMA on both sides.
+    useUcx[p] = !useShm[p] && allowUcx && (ucxForced || !local);
+    wantUcx |= useUcx[p];
+    if (!useShm[p] && !useUcx[p] && !allowTcp)
+      return invalidArgument(where + ": COLLIE_TRANSPORT=" + transports +
                              " cannot reach peer rank " + std::to_string(p) + " on host " +
                              hosts[p] + " (shm reaches only this host)");
-    COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, useShm[p] ? "shm" : "tcp");
   }
   conns_.resize(nranks_);
   if (allowShm && localRanks.size() > 1) {
     Status ss = setUpShm(localRanks, deadline);
     if (!ss.isOk()) return ss.withContext(where);
+  }
+  if (wantUcx) {
+    Status us = setUpUcx(&useUcx, ucxForced, deadline);
+    if (!us.isOk()) return us.withContext(where);
+  }
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    useTcp[p] = !useShm[p] && !useUcx[p];
+    const char* via = useShm[p] ? "shm" : useUcx[p] ? "ucx" : "tcp";
+    COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, via);
   }
   Status cs = tcp_->connectAll(addrs, useTcp, deadline, &conns_);
   if (!cs.isOk()) return cs.withContext(where);
@@ -247,12 +275,15 @@ Status CommImpl::init(BootstrapInfo info) {
   oversubscribed_ = cores > 0 && localRanks_ > static_cast<int>(cores);
   poller_.reset(new Poller(all, spinUs, &aborting_, shm_ ? shm_->doorbell() : nullptr,
                            oversubscribed_));
-  // Link model of the slowest transport in use (measured on loopback here: see README).
-  bool anyTcp = false;
-  for (int p = 0; p < nranks_; ++p) anyTcp |= useTcp[p];
-  link_ = anyTcp ? LinkModel{8.0, 1.5, 5.0} : LinkModel{1.0, 8.0, 8.0};
-  COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer)", rank_,
-              nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks);
+  // Link model of the slowest transport in use (measured on loopback here: see README). UCX
+  // gets the tcp figures: over tcp and shared memory it measured no faster here, and this
+  // host has no RDMA device to measure.
+  bool anySlow = false, anyUcx = false;
+  for (int p = 0; p < nranks_; ++p) anySlow |= useTcp[p] || useUcx[p], anyUcx |= useUcx[p];
+  link_ = anySlow ? LinkModel{8.0, 1.5, 5.0} : LinkModel{1.0, 8.0, 8.0};
+  COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer%s)", rank_,
+              nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks,
+              anyUcx ? ", ucx to some peers" : "");
   progress_ = std::thread([this] { progressLoop(); });
   return Status::ok();
 }
@@ -281,6 +312,96 @@ Status CommImpl::setUpShm(const std::vector<int>& local, const Deadline& deadlin
   return Status::ok();
 }
 
+#ifdef COLLIE_HAVE_UCX
+// Worker addresses travel through the store as hex: the store's values are text.
+static std::string toHex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) s += kDigits[c >> 4], s += kDigits[c & 15];
+  return s;
+}
+
+static bool fromHex(const std::string& s, std::string* bytes) {
+  auto digit = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  };
+  if (s.size() % 2 != 0) return false;
+  bytes->clear();
+  for (size_t i = 0; i < s.size(); i += 2) {
+    int hi = digit(s[i]), lo = digit(s[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    *bytes += static_cast<char>(hi << 4 | lo);
+  }
+  return true;
+}
+#endif
+
+Status CommImpl::setUpUcx(std::vector<bool>* want, bool forced, const Deadline& deadline) {
+#ifdef COLLIE_HAVE_UCX
+  // What this rank publishes as "ucx/<rank>": its worker address in hex, "-" for a UCX without
+  // RDMA when that is what unforced use needs, or "!" and the reason it cannot initialise, so
+  // that the peers fail (forced) or fall back (unforced) at once instead of waiting.
+  auto made = UcxTransport::create(rank_, nranks_, commId_, /*needRdma=*/!forced);
+  std::unique_ptr<UcxTransport> ucx;
+  std::string mine = "-";
+  if (!made.isOk())
+    mine = "!" + made.status().message();
+  else if ((ucx = made.take()))
+    mine = toHex(ucx->address());
+  COLLIE_RETURN_IF_ERROR(store_->set("ucx/" + std::to_string(rank_), mine));
+  const std::string list = params().getString("COLLIE_TRANSPORT");
+  std::vector<std::string> keys;
+  for (int p = 0; p < nranks_; ++p)
+    if ((*want)[p]) keys.push_back("ucx/" + std::to_string(p));
+  if (!made.isOk()) {
+    if (forced) {
+      // Briefly, until the peers have come this far: the store may live in this process, and
+      // a peer that loses it first would report that instead of the reason.
+      store_->wait(keys, Deadline::afterMs(deadline.remainingMs(2000)), nullptr);
+      return Status(made.status().code(),
+                    "COLLIE_TRANSPORT=" + list + ": " + made.status().message());
+    }
+    COLLIE_WARN(kLogInit, "%s; peers on other hosts use tcp instead",
+                made.status().message().c_str());
+  } else if (ucx == nullptr) {
+    COLLIE_INFO(kLogInit, "UCX offers no RDMA resource here; peers on other hosts use tcp");
+  }
+  if (ucx == nullptr) {
+    want->assign(want->size(), false);
+    return Status::ok();
+  }
+  COLLIE_RETURN_IF_ERROR(store_->wait(keys, deadline, nullptr));
+  bool any = false;
+  for (int p = 0; p < nranks_; ++p) {
+    if (!(*want)[p]) continue;
+    auto got = store_->get("ucx/" + std::to_string(p), deadline);
+    if (!got.isOk()) return got.status();
+    const std::string& theirs = got.value();
+    std::string addr;
+    std::string why = !theirs.empty() && theirs[0] == '!' ? theirs.substr(1)
+                      : theirs == "-"                     ? "its UCX offers no RDMA resource"
+                      : fromHex(theirs, &addr)            ? ""
+                                                          : "it published a garbled address";
+    if (!why.empty()) {
+      if (forced)
+        return invalidUsage("COLLIE_TRANSPORT=" + list + ": peer rank " + std::to_string(p) +
+                            " cannot use UCX: " + why);
+      COLLIE_INFO(kLogInit, "peer rank %d uses tcp, not UCX: %s", p, why.c_str());
+      (*want)[p] = false;
+      continue;
+    }
+    COLLIE_ASSIGN_OR_RETURN(conns_[p], ucx->connect(p, addr));
+    any = true;
+  }
+  if (any) ucx_ = std::move(ucx);
+  return Status::ok();
+#else
+  want->assign(want->size(), false);
+  return Status::ok();
+#endif
+}
+
 CommImpl::~CommImpl() {
   if (progress_.joinable()) {
     {
@@ -294,6 +415,7 @@ CommImpl::~CommImpl() {
   for (auto& c : conns_)
     if (c) c->linger(linger);
   conns_.clear();
+  ucx_.reset();  // after its connections: closing their endpoints needs the worker
   shm_.reset();
   tcp_.reset();
   store_.reset();

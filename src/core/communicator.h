@@ -64,6 +64,9 @@ class CommImpl {
   Status init(BootstrapInfo info);
   Status execute(const CollArgs& args);  // caller holds execMu_
   Status setUpShm(const std::vector<int>& local, const Deadline& deadline);
+  // Exchanges worker addresses with the peers in want and connects those that can; forced
+  // (COLLIE_TRANSPORT lists ucx) makes any failure an error, else a peer falls back to tcp.
+  Status setUpUcx(std::vector<bool>* want, bool forced, const Deadline& deadline);
   Status pickAlgorithm(const CollArgs& args, const AlgoContext& ctx, Algorithm** algo);
   void fail(const Status& s);
   void progressLoop();
@@ -78,6 +81,7 @@ class CommImpl {
   std::unique_ptr<TcpStore> store_;
   std::unique_ptr<TcpTransport> tcp_;
   std::unique_ptr<ShmTransport> shm_;
+  std::unique_ptr<Transport> ucx_;  // a UcxTransport where the build and some peer use UCX
   uint64_t commId_ = 0;
   std::vector<std::unique_ptr<Connection>> conns_;  // by rank; null for this rank
   std::vector<Connection*> connPtrs_;                // the same, as the schedules see them

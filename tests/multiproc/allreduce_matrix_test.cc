@@ -1,10 +1,11 @@
 // AllReduce over real processes: every dtype x op, counts {0, 1, 7, nranks-1, 1 MiB + 3}, in
-// place and out of place, for 1..8 ranks, over each transport (tcp sockets, shared memory, and a
-// mixed topology of two pretend hosts: shm inside each, tcp across) and each algorithm; one
-// launch per configuration, all cases inside it.
+// place and out of place, for 1..8 ranks, over each transport (tcp sockets, shared memory, UCX
+// where the build has it, and a mixed topology of two pretend hosts: shm inside each, tcp
+// across) and each algorithm; one launch per configuration, all cases inside it.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -66,7 +67,11 @@ struct MatrixCase {
   const char* transport;  // COLLIE_TRANSPORT, "" for the default choice
   int hosts;              // > 1: ranks spread over this many pretend hosts (COLLIE_HOSTID)
   const char* algo;       // COLLIE_ALGO, "" for the default choice
+  const char* ucxTls = "";  // UCX_TLS, "" to leave it unset
 };
+
+// What ctest lists for a case: its name, not its bytes.
+void PrintTo(const MatrixCase& c, std::ostream* os) { *os << c.name; }
 
 class AllReduceMatrix : public ::testing::TestWithParam<MatrixCase> {};
 
@@ -75,6 +80,7 @@ TEST_P(AllReduceMatrix, EveryDtypeOpCountPlacementMatchesReference) {
   WorldOptions opt;
   opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", c.transport},
              {"COLLIE_ALGO", c.algo}};
+  if (*c.ucxTls) opt.env.push_back({"UCX_TLS", c.ucxTls});
   auto out = runWorld(c.n, opt, [c](int rank, Reporter& rep) {
     if (c.hosts > 1) setenv("COLLIE_HOSTID", ("host" + std::to_string(rank % c.hosts)).c_str(), 1);
     runMatrix(rank, c.n, rep);
@@ -100,6 +106,22 @@ INSTANTIATE_TEST_SUITE_P(
                       MatrixCase{"shm_rd_n7", 7, "shm", 1, "recursive_doubling"},
                       MatrixCase{"mixed_2x2", 4, "", 2, ""}, MatrixCase{"mixed_5_on_2", 5, "", 2, ""}),
     [](const ::testing::TestParamInfo<MatrixCase>& i) { return std::string(i.param.name); });
+
+#ifdef COLLIE_HAVE_UCX
+// UCX over its tcp transport, and over shared memory alone (posix: no dead-peer detection
+// there, so its endpoints go without error handling mode PEER).
+INSTANTIATE_TEST_SUITE_P(Ucx, AllReduceMatrix,
+                         ::testing::Values(MatrixCase{"ucx_tcp_n2", 2, "ucx", 1, "", "tcp"},
+                                           MatrixCase{"ucx_tcp_n3", 3, "ucx", 1, "", "tcp"},
+                                           MatrixCase{"ucx_tcp_n4", 4, "ucx", 1, "", "tcp"},
+                                           MatrixCase{"ucx_posix_n2", 2, "ucx", 1, "", "posix"},
+                                           MatrixCase{"ucx_posix_n4", 4, "ucx", 1, "", "posix"},
+                                           MatrixCase{"ucx_sm_n3", 3, "ucx", 1, "", "sm"},
+                                           MatrixCase{"ucx_mixed_2x2", 4, "shm,ucx", 2, "", "tcp"}),
+                         [](const ::testing::TestParamInfo<MatrixCase>& i) {
+                           return std::string(i.param.name);
+                         });
+#endif
 
 }  // namespace
 }  // namespace testing

@@ -268,9 +268,15 @@ namespace collie {
 namespace testing {
 namespace {
 
+#ifdef COLLIE_HAVE_UCX
+constexpr const char* kNotATransport = "bogus";
+#else
+constexpr const char* kNotATransport = "ucx";  // a build without UCX has no such transport
+#endif
+
 TEST(EnvInit, UnknownAlgorithmOrTransportIsRejectedAtInit) {
-  for (auto kv : std::vector<std::pair<std::string, std::string>>{{"COLLIE_ALGO", "bogus"},
-                                                                 {"COLLIE_TRANSPORT", "ucx"}}) {
+  for (auto kv : std::vector<std::pair<std::string, std::string>>{
+           {"COLLIE_ALGO", "bogus"}, {"COLLIE_TRANSPORT", kNotATransport}}) {
     WorldOptions opt;
     opt.env = {kv};
     auto out = runWorld(1, opt, [kv](int, Reporter& rep) {

@@ -1,5 +1,6 @@
-// Faults over real processes: a rank SIGKILLed in the middle of an AllReduce, and strangers
-// throwing garbage at the store and transport ports while a communicator works.
+// Faults over real processes: a rank SIGKILLed in the middle of an AllReduce, strangers
+// throwing garbage at the store and transport ports while a communicator works, and (where the
+// build has UCX) a UCX that cannot initialise.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -30,9 +31,11 @@ constexpr int kTimeoutMs = 3000;
 
 // The victim kills itself from a second thread while its main thread is inside large
 // AllReduces; every survivor must fail within the deadline + 2 s naming the victim.
-void killMidOp(int n, int victim, const char* transport = "") {
+void killMidOp(int n, int victim, const char* transport = "",
+               const std::vector<std::pair<std::string, std::string>>& env = {}) {
   WorldOptions opt;
   opt.env = {{"COLLIE_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"COLLIE_TRANSPORT", transport}};
+  opt.env.insert(opt.env.end(), env.begin(), env.end());
   auto out = runWorld(n, opt, [=](int rank, Reporter& rep) {
     collieComm_t c = nullptr;
     if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
@@ -83,6 +86,73 @@ TEST(Faults, SigkillOneOfThreeRanksRingOverShm) {
   killMidOp(3, 1, "shm");
   unsetenv("COLLIE_ALGO");
 }
+
+#ifdef COLLIE_HAVE_UCX
+// UCX over its tcp transport: the dead peer fails its endpoint (error handling mode PEER).
+TEST(Faults, SigkillOneOfTwoRanksOverUcx) { killMidOp(2, 1, "ucx", {{"UCX_TLS", "tcp"}}); }
+TEST(Faults, SigkillOneOfFourRanksOverUcx) { killMidOp(4, 2, "ucx", {{"UCX_TLS", "tcp"}}); }
+
+// Two ranks on two pretend hosts (so that the automatic choice considers UCX), one AllReduce;
+// each rank notes its init error or the result, and the parent reads the notes and the logs.
+std::vector<RankOutcome> initAndAllReduce(
+    const std::vector<std::pair<std::string, std::string>>& env) {
+  WorldOptions opt;
+  opt.timeoutSec = 60;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "20000"}};
+  opt.env.insert(opt.env.end(), env.begin(), env.end());
+  return runWorld(2, opt, [](int rank, Reporter& rep) {
+    setenv("COLLIE_HOSTID", ("host" + std::to_string(rank)).c_str(), 1);
+    collieComm_t c = nullptr;
+    uint64_t t0 = nowNs();
+    collieResult_t r = collieCommInitFromEnv(&c);
+    rep.note("init " + std::to_string(r) + " after " + std::to_string((nowNs() - t0) / 1000000) +
+             " ms: " + (r == collieSuccess ? "" : collieGetLastError(nullptr)));
+    if (r != collieSuccess) return;
+    std::vector<float> buf(1000, static_cast<float>(rank + 1));
+    if (collieAllReduce(buf.data(), buf.data(), buf.size(), collieFloat32, collieSum, c, nullptr) !=
+        collieSuccess)
+      rep.fail(std::string("allreduce: ") + collieGetLastError(c));
+    else if (buf[0] != 3.0f || buf[999] != 3.0f)
+      rep.fail("wrong sum " + std::to_string(buf[0]));
+    collieCommDestroy(c);
+  });
+}
+
+TEST(Faults, UcxThatCannotInitialiseFallsBackToTcpUnlessForced) {
+  // Not forced: a WARN, then tcp.
+  auto out = initAndAllReduce(
+      {{"UCX_TLS", "nonexistent_tl"}, {"COLLIE_DEBUG", "INFO"}, {"COLLIE_DEBUG_SUBSYS", "INIT"}});
+  expectAllPassed(out);
+  for (const auto& o : out) {
+    ASSERT_EQ(o.notes.size(), 1u) << o.output;
+    EXPECT_EQ(o.notes[0].rfind("init 0 ", 0), 0u) << o.notes[0];
+    EXPECT_NE(o.output.find("WARN INIT UCX cannot initialise"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("peers on other hosts use tcp instead"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("via tcp"), std::string::npos) << o.output;
+  }
+  // Forced: a clear error at init, at once, naming UCX and what failed.
+  out = initAndAllReduce({{"UCX_TLS", "nonexistent_tl"}, {"COLLIE_TRANSPORT", "ucx"}});
+  for (const auto& o : out) {
+    EXPECT_EQ(o.exitCode, 0) << o.output;
+    ASSERT_EQ(o.notes.size(), 1u) << o.output;
+    const std::string& n = o.notes[0];
+    EXPECT_EQ(n.rfind("init " + std::to_string(collieSystemError) + " ", 0), 0u) << n;
+    EXPECT_NE(n.find("COLLIE_TRANSPORT=ucx: UCX cannot initialise: ucp_init failed"),
+              std::string::npos)
+        << n;
+    EXPECT_NE(n.find("init of rank " + std::to_string(o.rank)), std::string::npos) << n;
+    EXPECT_LT(std::stoi(n.substr(n.find(" after ") + 7)), 5000) << n;
+  }
+  // A UCX that works but has no RDMA device (this host): the automatic choice stays on tcp.
+  out = initAndAllReduce({{"COLLIE_DEBUG", "INFO"}, {"COLLIE_DEBUG_SUBSYS", "INIT"}});
+  expectAllPassed(out);
+  for (const auto& o : out) {
+    EXPECT_EQ(o.output.find("WARN"), std::string::npos) << o.output;
+    EXPECT_EQ(o.output.find("via ucx"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("via tcp"), std::string::npos) << o.output;
+  }
+}
+#endif
 
 // Listening TCP ports owned by the given processes (from /proc: their socket inodes matched
 // against /proc/net/tcp entries in LISTEN state).

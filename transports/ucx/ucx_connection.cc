@@ -1,0 +1,423 @@
+// UcxConnection: tagged frames to and from one peer over the communicator's UCX worker.
+//
+// Tags: bit 63 marks the abort channel, bits 40..62 hold the sender's rank, bits 0..39 the
+// sender's count of messages to this peer. A receive names the exact tag it wants (full mask),
+// so the k-th receive posted for a peer takes the k-th message that peer sent to this rank,
+// whichever order UCX delivers them in: the same per-peer FIFO the stream transports have.
+//
+// A frame is one message: the 48-byte FrameHeader then the payload, sent and received as a
+// two-piece iov (no copy), or through a small copy where a message is tiny and the iov would
+// cost more than the copy. The receiver checks the header with checkFrame, as the stream
+// transports do, so ranks that disagree get the same errors whatever the transport.
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "src/base/log.h"
+#include "transports/ucx/ucx_transport.h"
+
+namespace collie {
+
+namespace {
+
+constexpr uint64_t kAbortChannel = uint64_t{1} << 63;
+constexpr int kRankShift = 40;
+constexpr uint64_t kSeqMask = (uint64_t{1} << kRankShift) - 1;
+constexpr ucp_tag_t kExactTag = ~ucp_tag_t{0};
+constexpr size_t kHdr = sizeof(FrameHeader);
+// Payloads up to this size travel in one contiguous copy with their header.
+constexpr size_t kSmallMessage = 4096;
+// Receives always complete through the callback: UCX 1.13 leaves the length of a receive that
+// completes at once (the message was already here) unreported, and the length is checked.
+constexpr uint32_t kRecvAttrs = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                                UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+
+ucp_tag_t dataTag(int sender, uint64_t seq) {
+  return (static_cast<uint64_t>(sender) << kRankShift) | (seq & kSeqMask);
+}
+
+ucp_tag_t abortTag(int sender) {
+  return kAbortChannel | (static_cast<uint64_t>(sender) << kRankShift);
+}
+
+void startRequest(Request* req, size_t bytes, const FrameTag& tag, bool isSend, int peer) {
+  req->done = false;
+  req->status = Status::ok();
+  req->bytes = bytes;
+  req->peer = peer;
+  req->isSend = isSend;
+  req->tag = tag;
+  req->partsLeft = 0;
+}
+
+}  // namespace
+
+UcxConnection::UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode)
+    : t_(transport), api_(transport->api_), peer_(peer), ep_(ep), peerMode_(peerMode) {}
+
+UcxConnection::~UcxConnection() {
+  // Nobody waits for these any more; the receives (the abort one included) are cancelled, and
+  // whatever UCX still completes later finds no connection.
+  for (UcxOp* op : inFlight_) op->req = nullptr;
+  std::vector<void*> handles;
+  for (UcxOp* op : inFlight_)
+    if ((op->kind == UcxOp::kRecv || op->kind == UcxOp::kAbortRecv) && op->handle && !op->cancelled)
+      op->cancelled = true, handles.push_back(op->handle);
+  for (void* h : handles) api_->requestCancel(t_->worker_, h);
+  for (UcxOp* op : inFlight_) op->conn = nullptr;
+  // A healthy endpoint is flushed first, so that what was sent still arrives; not one that
+  // failed, or carries sends that will never complete (the flush would wait for them).
+  bool sends = std::any_of(inFlight_.begin(), inFlight_.end(),
+                           [](const UcxOp* op) { return op->kind == UcxOp::kSend; });
+  void* flush = flushed_ || epFailed_ || sends ? nullptr : startFlush();
+  t_->retire(this, ep_, peerMode_, flush);
+}
+
+void UcxConnection::sendCallback(void* request, ucs_status_t status, void* user) {
+  complete(static_cast<UcxOp*>(user), request, status, 0);
+}
+
+void UcxConnection::recvCallback(void* request, ucs_status_t status,
+                                 const ucp_tag_recv_info_t* info, void* user) {
+  complete(static_cast<UcxOp*>(user), request, status, info != nullptr ? info->length : 0);
+}
+
+void UcxConnection::complete(UcxOp* op, void* request, ucs_status_t status, size_t length) {
+  if (op->posting) {
+    // Inside the call that posts it (a receive whose message is already here): post() ends it.
+    op->doneEarly = true;
+    op->earlyStatus = status;
+    op->earlyLength = length;
+    return;
+  }
+  op->handle = nullptr;
+  op->owner->api_->requestFree(request);
+  if (op->conn != nullptr)
+    op->conn->onDone(op, status, length);
+  else
+    op->owner->releaseOp(op);
+}
+
+void UcxConnection::track(UcxOp* op) {
+  op->slot = inFlight_.size();
+  inFlight_.push_back(op);
+  if (op->req != nullptr) ++userInFlight_;
+}
+
+void UcxConnection::untrack(UcxOp* op) {
+  UcxOp* last = inFlight_.back();
+  inFlight_[op->slot] = last;
+  last->slot = op->slot;
+  inFlight_.pop_back();
+  if (op->req != nullptr) --userInFlight_;
+}
+
+Status UcxConnection::post(UcxOp* op, ucs_status_ptr_t sp) {
+  op->posting = false;
+  if (sp == nullptr) {
+    onDone(op, UCS_OK, 0);  // a send completed at once
+  } else if (UCS_PTR_IS_ERR(sp)) {
+    onDone(op, UCS_PTR_STATUS(sp), 0);
+  } else if (op->doneEarly) {
+    api_->requestFree(sp);
+    onDone(op, op->earlyStatus, op->earlyLength);
+  } else {
+    op->handle = sp;
+  }
+  return failed_;
+}
+
+Status UcxConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+  startRequest(req, bytes, tag, true, peer_);
+  if (!failed_.isOk()) return failed_;
+  if (!peerLost_.isOk()) return fail(peerLost_);
+  UcxOp* op = t_->takeOp();
+  op->conn = this;
+  op->req = req;
+  op->kind = UcxOp::kSend;
+  op->data = static_cast<char*>(const_cast<void*>(buf));
+  op->len = bytes;
+  op->hdr = encodeFrame(t_->commId_, tag, bytes);
+  ucp_request_param_t p{};
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+  p.cb.send = &UcxConnection::sendCallback;
+  p.user_data = op;
+  const void* buffer;
+  size_t count;
+  op->small = bytes <= kSmallMessage;
+  if (op->small) {
+    op->bounce.resize(kHdr + bytes);
+    memcpy(op->bounce.data(), &op->hdr, kHdr);
+    if (bytes > 0) memcpy(op->bounce.data() + kHdr, buf, bytes);
+    p.datatype = ucp_dt_make_contig(1);
+    buffer = op->bounce.data();
+    count = op->bounce.size();
+  } else {
+    op->iov[0] = {&op->hdr, kHdr};
+    op->iov[1] = {op->data, bytes};
+    p.datatype = ucp_dt_make_iov();
+    buffer = op->iov;
+    count = 2;
+  }
+  op->posting = true;
+  track(op);
+  return post(op, api_->tagSendNbx(ep_, buffer, count, dataTag(t_->rank_, sendSeq_++), &p));
+}
+
+Status UcxConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+  startRequest(req, bytes, tag, false, peer_);
+  if (!failed_.isOk()) return failed_;
+  if (!peerLost_.isOk()) return fail(peerLost_);
+  UcxOp* op = t_->takeOp();
+  op->conn = this;
+  op->req = req;
+  op->kind = UcxOp::kRecv;
+  op->data = static_cast<char*>(buf);
+  op->len = bytes;
+  op->expect = tag;
+  ucp_request_param_t p{};
+  p.op_attr_mask = kRecvAttrs;
+  p.cb.recv = &UcxConnection::recvCallback;
+  p.user_data = op;
+  void* buffer;
+  size_t count;
+  op->small = bytes <= kSmallMessage;
+  if (op->small) {
+    op->bounce.resize(kHdr + bytes);
+    p.datatype = ucp_dt_make_contig(1);
+    buffer = op->bounce.data();
+    count = op->bounce.size();
+  } else {
+    op->iov[0] = {&op->hdr, kHdr};
+    op->iov[1] = {op->data, bytes};
+    p.datatype = ucp_dt_make_iov();
+    buffer = op->iov;
+    count = 2;
+  }
+  op->posting = true;
+  track(op);
+  return post(
+      op, api_->tagRecvNbx(t_->worker_, buffer, count, dataTag(peer_, recvSeq_++), kExactTag, &p));
+}
+
+Status UcxConnection::postAbortRecv() {
+  UcxOp* op = t_->takeOp();
+  op->conn = this;
+  op->kind = UcxOp::kAbortRecv;
+  op->small = true;
+  op->bounce.resize(kHdr + kMaxAbortPayload);
+  ucp_request_param_t p{};
+  p.op_attr_mask = kRecvAttrs;
+  p.cb.recv = &UcxConnection::recvCallback;
+  p.user_data = op;
+  p.datatype = ucp_dt_make_contig(1);
+  op->posting = true;
+  track(op);
+  return post(op, api_->tagRecvNbx(t_->worker_, op->bounce.data(), op->bounce.size(),
+                                   abortTag(peer_), kExactTag, &p));
+}
+
+void UcxConnection::onDone(UcxOp* op, ucs_status_t status, size_t length) {
+  ++t_->completions_;
+  untrack(op);
+  switch (op->kind) {
+    case UcxOp::kSend:
+      if (op->req == nullptr) break;
+      if (status == UCS_OK)
+        op->req->done = true;
+      else
+        lost("send failed", status);
+      break;
+    case UcxOp::kRecv:
+      if (op->req != nullptr) finishRecv(op, status, length);
+      break;
+    case UcxOp::kAbortSend:
+      abortInFlight_ = false;
+      break;
+    case UcxOp::kAbortRecv:
+      finishAbortRecv(op, status, length);
+      break;
+  }
+  t_->releaseOp(op);
+}
+
+void UcxConnection::finishRecv(UcxOp* op, ucs_status_t status, size_t length) {
+  if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    fail(invalidUsage("ranks disagree: " + who() + " sent a longer message than the " +
+                      std::to_string(op->len) + " bytes this rank expects for step " +
+                      std::to_string(op->expect.tag) + " of " + describeFrameTag(op->expect) +
+                      "; every rank must call the same collectives in the same order with the "
+                      "same count, datatype, op and root, and the same COLLIE_* settings"));
+    return;
+  }
+  if (status != UCS_OK) {
+    if (!op->cancelled) lost("receive failed", status);
+    return;
+  }
+  if (length < kHdr) {
+    fail(remoteError("garbled frame from " + who() + " (a message of " + std::to_string(length) +
+                     " bytes, shorter than a frame header)"));
+    return;
+  }
+  FrameHeader h;
+  memcpy(&h, op->small ? static_cast<const void*>(op->bounce.data()) : &op->hdr, kHdr);
+  Status st = checkFrame(h, t_->commId_, op->expect, op->len, peer_);
+  if (!st.isOk()) {
+    fail(st);
+    return;
+  }
+  if (length != kHdr + op->len) {
+    fail(remoteError("garbled frame from " + who() + " (its header says " +
+                     std::to_string(op->len) + " bytes, the message has " +
+                     std::to_string(length - kHdr) + ")"));
+    return;
+  }
+  if (op->small && op->len > 0) memcpy(op->data, op->bounce.data() + kHdr, op->len);
+  op->req->done = true;
+}
+
+void UcxConnection::finishAbortRecv(UcxOp* op, ucs_status_t status, size_t length) {
+  if (status != UCS_OK && status != UCS_ERR_MESSAGE_TRUNCATED) return;  // cancelled: teardown
+  FrameHeader h;
+  memcpy(&h, op->bounce.data(), kHdr);
+  if (length < kHdr || h.magic != kAbortMagic || h.commId != t_->commId_) {
+    fail(remoteError("garbled abort frame from " + who()));
+    return;
+  }
+  size_t n = std::min<size_t>({length - kHdr, h.len, kMaxAbortPayload});
+  std::string reason(op->bounce.data() + kHdr, n);
+  if (n < h.len || status != UCS_OK) reason += " (reason cut short)";
+  aborted_ = true;
+  fail(remoteError(who() + " aborted: " + reason));
+}
+
+void UcxConnection::onEndpointError(ucs_status_t status) {
+  epFailed_ = true;
+  // Not an error yet: a peer that finished its part of the op and exited is fine as long as
+  // nothing is expected from it. progress() decides, once what arrived before is delivered.
+  if (peerLost_.isOk())
+    peerLost_ = remoteError("lost " + who() + ": " + api_->statusString(status) +
+                            " (the peer process died or the link is down)");
+  COLLIE_INFO(kLogNet, "UCX endpoint to rank %d failed: %s", peer_, api_->statusString(status));
+}
+
+Status UcxConnection::lost(const char* what, ucs_status_t status) {
+  return fail(remoteError("lost " + who() + ": " + what + " (" + api_->statusString(status) +
+                          "; the peer process died or the link is down)"));
+}
+
+Status UcxConnection::fail(Status st) {
+  if (failed_.isOk()) {
+    failed_ = st;
+    wantCancel_ = true;  // nothing more will arrive that anyone may use
+    COLLIE_INFO(kLogNet, "connection to rank %d failed: %s", peer_, st.message().c_str());
+  }
+  return failed_;
+}
+
+void UcxConnection::cancelRecvs() {
+  wantCancel_ = false;
+  // Collected first: a cancel completes its request at once, which edits inFlight_.
+  std::vector<void*> handles;
+  for (UcxOp* op : inFlight_)
+    if (op->kind == UcxOp::kRecv && op->handle != nullptr && !op->cancelled)
+      op->cancelled = true, handles.push_back(op->handle);
+  for (void* h : handles) api_->requestCancel(t_->worker_, h);
+}
+
+void UcxConnection::detach() {
+  for (UcxOp* op : inFlight_) {
+    if (op->req == nullptr) continue;
+    op->req = nullptr;
+    --userInFlight_;
+  }
+  cancelRecvs();
+}
+
+Status UcxConnection::progress(bool* progressed) {
+  if (failed_.isOk()) {
+    // Progress means an op of this worker completed, not that UCX was busy: it keeps busy
+    // with work of its own (connection set-up to a peer that does not answer yet, say), and a
+    // Poller told "progressed" forever would never look at its deadline or the abort flag.
+    const uint64_t before = t_->completions_;
+    // Bounded: under a steady stream the worker always has more, and the Poller must get to
+    // look at the other connections.
+    for (int i = 0; i < 16 && api_->workerProgress(t_->worker_) > 0; ++i) {
+    }
+    if (t_->completions_ != before) *progressed = true;
+    if (failed_.isOk() && !peerLost_.isOk() && userInFlight_ > 0) fail(peerLost_);
+  }
+  if (wantCancel_) cancelRecvs();
+  return failed_;
+}
+
+void UcxConnection::appendPollFds(std::vector<pollfd>* fds) const {
+  const int efd = t_->efd_, ready = t_->readyFd_;
+  for (const pollfd& p : *fds)
+    if (p.fd == efd || p.fd == ready) return;  // every connection shares the one worker
+  // The Poller calls this just before it sleeps, after progress found nothing: the one place
+  // where arming the worker pays (arming costs system calls, and is only needed before a
+  // sleep). That changes the worker, not this connection, hence no mutable state here. When
+  // UCX says events are pending (busy), poll an fd that is always readable instead, so that
+  // poll returns at once and the Poller progresses again rather than sleeping on them.
+  ucs_status_t st = api_->workerArm(t_->worker_);
+  fds->push_back(pollfd{st == UCS_OK ? efd : ready, POLLIN, 0});
+}
+
+void UcxConnection::sendAbort(const std::string& reason) {
+  if (aborted_ || abortSent_) return;
+  abortSent_ = true;
+  // The failed op's Requests are gone; UCX may complete any op of the worker from here on.
+  t_->detachAll();
+  if (epFailed_) return;  // nobody to tell
+  std::string r = reason.substr(0, kMaxAbortPayload);
+  UcxOp* op = t_->takeOp();
+  op->conn = this;
+  op->kind = UcxOp::kAbortSend;
+  op->small = true;
+  FrameHeader h{};
+  h.magic = kAbortMagic;
+  h.commId = t_->commId_;
+  h.len = r.size();
+  op->bounce.resize(kHdr + r.size());
+  memcpy(op->bounce.data(), &h, kHdr);
+  memcpy(op->bounce.data() + kHdr, r.data(), r.size());
+  ucp_request_param_t p{};
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+  p.cb.send = &UcxConnection::sendCallback;
+  p.user_data = op;
+  p.datatype = ucp_dt_make_contig(1);
+  abortInFlight_ = true;
+  op->posting = true;
+  track(op);
+  post(op, api_->tagSendNbx(ep_, op->bounce.data(), op->bounce.size(), abortTag(t_->rank_), &p));
+  // Best effort and bounded: a peer that reads nothing any more learns from the endpoint.
+  Deadline d = Deadline::afterMs(500);
+  while (abortInFlight_ && !epFailed_ && !d.expired())
+    if (api_->workerProgress(t_->worker_) == 0) sched_yield();
+}
+
+void* UcxConnection::startFlush() {
+  ucp_request_param_t p{};
+  ucs_status_ptr_t sp = api_->epFlushNbx(ep_, &p);
+  return UCS_PTR_IS_PTR(sp) ? sp : nullptr;
+}
+
+void UcxConnection::linger(const Deadline& deadline) {
+  if (!abortSent_ || flushed_) return;
+  flushed_ = true;
+  // The abort must leave before the endpoint goes. Sends of the failed op that will never
+  // complete would hold a flush up to the deadline: then the abort (already out of the
+  // worker, see sendAbort) has to do without it.
+  bool sends = std::any_of(inFlight_.begin(), inFlight_.end(),
+                           [](const UcxOp* op) { return op->kind == UcxOp::kSend; });
+  if (epFailed_ || sends) return;
+  std::vector<void*> flush;
+  if (void* f = startFlush()) flush.push_back(f);
+  t_->waitAndFree(&flush, deadline);
+}
+
+}  // namespace collie

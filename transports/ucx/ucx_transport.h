@@ -1,0 +1,163 @@
+// UCX transport: one ucp context and worker per communicator, one endpoint per peer (error
+// handling mode PEER, so a dead peer is an error, not a hang), and tagged messages that carry
+// the same 48-byte FrameHeader as the stream transports, checked by the receiver. The worker is
+// progressed by whichever thread runs the schedule (the Poller calls Connection::progress) and
+// slept on through its event fd. UCX picks its own devices: UCX_TLS and UCX_NET_DEVICES apply.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/stream_connection.h"
+#include "transports/transport.h"
+#include "transports/ucx/ucx_api.h"
+
+namespace collie {
+
+class UcxConnection;
+class UcxTransport;
+
+// One send or receive in flight in UCX. Owned by the transport (UCX's callbacks may fire after
+// the connection that started it is gone, until the worker is destroyed).
+struct UcxOp {
+  enum Kind : uint8_t { kSend, kRecv, kAbortSend, kAbortRecv };
+  UcxTransport* owner = nullptr;
+  UcxConnection* conn = nullptr;  // null once the connection is gone
+  Request* req = nullptr;         // null once nobody waits for it any more (detached)
+  void* handle = nullptr;         // UCX's request while in flight
+  Kind kind = kSend;
+  bool small = false;  // header and payload copied through `bounce`
+  bool cancelled = false;
+  bool posting = false;    // inside the UCX call that starts it
+  bool doneEarly = false;  // and UCX completed it there already:
+  ucs_status_t earlyStatus = UCS_OK;
+  size_t earlyLength = 0;
+  size_t slot = 0;  // index in the connection's in-flight list
+  FrameHeader hdr{};
+  ucp_dt_iov_t iov[2]{};
+  char* data = nullptr;  // the caller's buffer
+  size_t len = 0;        // its length (the payload expected or sent)
+  FrameTag expect;
+  std::vector<char> bounce;
+};
+
+class UcxTransport : public Transport {
+ public:
+  ~UcxTransport() override;
+  const char* name() const override { return "ucx"; }
+
+  // Creates the context and the worker. With needRdma, a host whose UCX offers no RDMA resource
+  // (InfiniBand, RoCE: rc/dc/ud transports) gets a null transport and an ok status: UCX works
+  // there but would bring nothing that tcp does not.
+  static StatusOr<std::unique_ptr<UcxTransport>> create(int rank, int nranks, uint64_t commId,
+                                                        bool needRdma);
+  // The worker address peers connect to (raw bytes).
+  const std::string& address() const { return address_; }
+  // An endpoint to the peer with this worker address; messages can be posted at once.
+  StatusOr<std::unique_ptr<Connection>> connect(int peer, const std::string& peerAddress);
+
+ private:
+  friend class UcxConnection;
+  UcxTransport() = default;
+  Status init(int rank, int nranks, uint64_t commId, bool needRdma);
+  Status listResources();
+  UcxOp* takeOp();
+  void releaseOp(UcxOp* op);
+  // The communicator failed: no Request of any connection may be touched again, and posted
+  // receives are cancelled so that UCX stops writing into the callers' buffers.
+  void detachAll();
+  // The connection is gone; its endpoint is closed with the transport, once flushRequest (if
+  // any) completes.
+  void retire(UcxConnection* conn, ucp_ep_h ep, bool peerMode, void* flushRequest);
+  // Progresses the worker until every request is complete or the deadline passes; frees all.
+  void waitAndFree(std::vector<void*>* requests, const Deadline& deadline);
+  static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+
+  const UcxApi* api_ = nullptr;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int rank_ = 0;
+  uint64_t commId_ = 0;
+  int efd_ = -1;      // the worker's event fd (owned by UCX)
+  int readyFd_ = -1;  // always readable: polled instead of efd_ when events are pending
+  bool rdma_ = false;
+  bool detectsFailure_ = false;  // some transport in use can report a dead peer
+  bool warnedNoFailureMode_ = false;
+  std::string address_;
+  std::string resources_;                    // what UCX chose to use, e.g. "tcp/eth0 posix/memory"
+  std::vector<std::unique_ptr<UcxOp>> ops_;  // every op ever made, reused through free_
+  std::vector<UcxOp*> free_;
+  std::vector<UcxConnection*> conns_;  // live connections
+  struct Retired {
+    ucp_ep_h ep;
+    bool peerMode;
+  };
+  std::vector<Retired> retired_;  // endpoints of destroyed connections, not closed yet
+  std::vector<void*> flushing_;   // their flushes still in flight
+  uint64_t completions_ = 0;      // ops of any connection completed so far
+};
+
+class UcxConnection : public Connection {
+ public:
+  // peerMode: the endpoint has error handling mode PEER (else NONE, where it cannot be had).
+  UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode);
+  ~UcxConnection() override;
+
+  int peer() const override { return peer_; }
+  Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
+  Status irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
+  Status progress(bool* progressed) override;
+  void appendPollFds(std::vector<pollfd>* fds) const override;
+  void sendAbort(const std::string& reason) override;
+  bool hasPending() const override { return userInFlight_ > 0 || !failed_.isOk(); }
+  void linger(const Deadline& deadline) override;
+
+  // Called from UCX's callbacks (inside ucp_worker_progress, of any connection of the worker).
+  void onDone(UcxOp* op, ucs_status_t status, size_t length);
+  void onEndpointError(ucs_status_t status);
+  ucp_ep_h endpoint() const { return ep_; }
+  // Forgets the callers' requests of every op in flight and cancels the receives.
+  void detach();
+  // The receive of the peer's abort frame, posted for the connection's whole life.
+  Status postAbortRecv();
+
+ private:
+  Status post(UcxOp* op, ucs_status_ptr_t sp);
+  void track(UcxOp* op);
+  void untrack(UcxOp* op);
+  void finishRecv(UcxOp* op, ucs_status_t status, size_t length);
+  void finishAbortRecv(UcxOp* op, ucs_status_t status, size_t length);
+  void cancelRecvs();
+  static void sendCallback(void* request, ucs_status_t status, void* user);
+  static void recvCallback(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                           void* user);
+  static void complete(UcxOp* op, void* request, ucs_status_t status, size_t length);
+  void* startFlush();
+  Status lost(const char* what, ucs_status_t status);
+  Status fail(Status st);
+  std::string who() const { return "peer rank " + std::to_string(peer_); }
+
+  UcxTransport* t_;
+  const UcxApi* api_;
+  int peer_;
+  ucp_ep_h ep_;
+  bool peerMode_;         // forcing a close is allowed only in mode PEER
+  uint64_t sendSeq_ = 0;  // messages to the peer so far: the low bits of their tags
+  uint64_t recvSeq_ = 0;  // and from it: both sides count the same calls in the same order
+  std::vector<UcxOp*> inFlight_;
+  int userInFlight_ = 0;  // sends and receives some Request waits for
+  Status failed_;         // reported by progress() until the connection is destroyed
+  Status peerLost_;       // the endpoint failed; an error only where something is in flight
+  bool epFailed_ = false;
+  bool aborted_ = false;    // the peer sent us an abort
+  bool abortSent_ = false;  // we sent the peer one
+  bool abortInFlight_ = false;
+  bool wantCancel_ = false;  // receives to cancel at the next progress (not from a callback)
+  bool flushed_ = false;     // linger flushed the endpoint already (or gave up on it)
+};
+
+}  // namespace collie
