@@ -2,6 +2,7 @@
 #include "src/core/store.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <thread>
 
 #include "src/base/log.h"
@@ -27,6 +29,23 @@ constexpr size_t kMaxValue = 16 << 20;
 constexpr int kHelloTimeoutMs = 10000;
 
 enum Cmd : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4 };
+
+// A process that made a unique id and then forks its ranks (a launcher, a test) must not fork
+// while a server thread is inside the allocator or a lock: the child would inherit that lock
+// held forever. Server threads hold this mutex whenever they are not asleep in poll(), and
+// fork() takes it first, so a child always sees the servers between two rounds.
+std::mutex& serverWorkMu() {
+  static std::mutex mu;
+  return mu;
+}
+
+void guardForks() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork([] { serverWorkMu().lock(); }, [] { serverWorkMu().unlock(); },
+                   [] { serverWorkMu().unlock(); });
+  });
+}
 enum Code : uint8_t { kOk = 0, kNotFound = 1 };
 
 struct StoreHello {
@@ -247,8 +266,14 @@ StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(SockAddr bindAddr,
   if (s->wakeFd_ < 0) return errnoStatus("eventfd", errno);
   COLLIE_INFO(kLogStore, "store serving on %s", s->addr_.toString().c_str());
   s->ownerPid_ = getpid();
+  guardForks();
+  // Return only once the thread runs its loop, so that a fork right after start() never
+  // catches it half-born.
+  std::promise<void> running;
+  std::future<void> isRunning = running.get_future();
   StoreServer* raw = s.get();
-  s->thread_ = std::thread([raw] { raw->loop(); });
+  s->thread_ = std::thread([raw, &running] { raw->loop(&running); });
+  isRunning.wait();
   return s;
 }
 
@@ -275,10 +300,12 @@ void StoreServer::stop() {
   if (wakeFd_ >= 0) close(wakeFd_), wakeFd_ = -1;
 }
 
-void StoreServer::loop() {
+void StoreServer::loop(std::promise<void>* running) {
+  std::unique_lock<std::mutex> work(serverWorkMu());  // released only around poll()
+  running->set_value();
   Impl& m = *impl_;
   std::vector<pollfd> pf;
-  char buf[65536];
+  std::vector<char> buf(65536);
   for (;;) {
     pf.clear();
     pf.push_back({wakeFd_, POLLIN, 0});
@@ -293,7 +320,10 @@ void StoreServer::loop() {
       if (!c.authed) next = std::min(next, c.helloBy);
     int ms = static_cast<int>(
         std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
-    if (poll(pf.data(), pf.size(), ms) < 0 && errno != EINTR) break;
+    work.unlock();
+    int rc = poll(pf.data(), pf.size(), ms);
+    work.lock();
+    if (rc < 0 && errno != EINTR) break;
     if (pf[0].revents & POLLIN) break;
     if (pf[1].revents & POLLIN) {
       for (;;) {
@@ -314,9 +344,9 @@ void StoreServer::loop() {
       if (c == nullptr) continue;
       std::string why;
       if (pf[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-        ssize_t r = recv(c->fd, buf, sizeof(buf), 0);
+        ssize_t r = recv(c->fd, buf.data(), buf.size(), 0);
         if (r > 0) {
-          c->in.append(buf, static_cast<size_t>(r));
+          c->in.append(buf.data(), static_cast<size_t>(r));
           if (!m.handle(*c, &why)) {
             COLLIE_WARN(kLogStore, "store: dropped a connection from %s: %s", c->peer.c_str(),
                         why.c_str());

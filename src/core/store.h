@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,7 +64,7 @@ class StoreServer {
 
  private:
   StoreServer() = default;
-  void loop();
+  void loop(std::promise<void>* running);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   SockAddr addr_;
