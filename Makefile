@@ -8,6 +8,8 @@ RANKS      ?= 4
 CMAKE_ARGS ?=
 
 BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libucx-dev
+# The netns tests make hosts of network namespaces with ip, tc and nft.
+TEST_PACKAGES = iproute2 nftables
 
 .PHONY: all deps build run demo test test-unit test-multiproc test-sanitize clean
 
@@ -35,6 +37,7 @@ demo:
 # Unit tests in parallel, multi-process tests one at a time (they time real deadlines), then
 # the same under AddressSanitizer and UndefinedBehaviorSanitizer.
 test: build
+	@bash tools/install_deps.sh $(TEST_PACKAGES)
 	cd $(BUILD) && ctest -L unit -j $(JOBS) --output-on-failure
 	cd $(BUILD) && ctest -L multiproc --output-on-failure
 	$(MAKE) test-sanitize

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Tests on netns_hosts.sh hosts: the script itself (environment, exit status, deadline,
+# teardown), and AllReduce correctness across namespaces checked by collie-perf -c 1, which
+# compares every element with the expected value and exits 1 on any mismatch.
+#
+#   netns_hosts_test.sh BIN_DIR self|tcp|mixed|drops
+# Exit 77 (after a SKIP line) when namespaces cannot be made here.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+HOSTS_SH="$HERE/netns_hosts.sh"
+BIN=${1:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|drops}
+CASE=${2:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|drops}
+PERF="$BIN/collie-perf"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/netns_test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+# Runs netns_hosts.sh; passes a skip straight through.
+hosts() {
+  timeout 300 bash "$HOSTS_SH" "$@"
+  local rc=$?
+  [ $rc -eq 77 ] && exit 77
+  return $rc
+}
+expect_rc() {
+  local want=$1 got=$2 what=$3
+  [ "$got" -eq "$want" ] || fail "$what: exit status $got, expected $want"
+}
+# The namespaces of a finished run (tag from COLLIE_HOSTID) must be gone.
+expect_torn_down() {
+  local tag=$1
+  [ -n "$tag" ] || fail "no tag recorded"
+  if ip netns list | grep -q "^$tag-"; then fail "namespaces of $tag left behind"; fi
+}
+# Sizes from 8 B to 2 MiB: the small sizes take recursive doubling, the large ones the ring.
+# Arguments: those of netns_hosts.sh; PERF_ENV: assignments put before collie-perf.
+PERF_ENV=()
+perf_check() {
+  hosts "$@" -- env "${PERF_ENV[@]}" "$PERF" -b 8 -e 2M -f 8 -c 1 -n 2 -w 1 -d float \
+    >"$WORK/out" 2>"$WORK/err"
+  local rc=$?
+  cat "$WORK/out"
+  [ $rc -eq 0 ] || { tail -n 40 "$WORK/err"; fail "collie-perf exited with $rc"; }
+  grep -q "Out of bounds values : 0 OK" "$WORK/out" || fail "collie-perf reported wrong values"
+  [ "$(grep -c '^ *[0-9]' "$WORK/out")" -eq 7 ] || fail "expected 7 rows of results"
+}
+
+case $CASE in
+  self)
+    # 3 hosts x 2 ranks: environment and addresses.
+    hosts -k 3 -m 2 -a -- sh -c 'echo "$RANK $WORLD_SIZE $LOCAL_RANK $NETNS_HOST $MASTER_ADDR \
+$(ip -4 -o addr show eth0 | awk "{print \$4}") $COLLIE_HOSTID"' >"$WORK/env"
+    expect_rc 0 $? "env run"
+    [ "$(wc -l <"$WORK/env")" -eq 6 ] || fail "expected 6 rank lines: $(cat "$WORK/env")"
+    for r in 0 1 2 3 4 5; do
+      h=$((r / 2))
+      grep -Eq "^\[$r\] $r 6 $((r % 2)) $h 10\.77\.0\.1 10\.77\.0\.$((h + 1))/24 cn[0-9r]+-host$h\$" \
+        "$WORK/env" || fail "rank $r: wrong environment: $(cat "$WORK/env")"
+    done
+    tag=$(sed -n 's/.* \(cn[0-9r]*\)-host0$/\1/p' "$WORK/env" | head -1)
+    expect_torn_down "$tag"
+    # Hosts reach each other, and only their own subnet (no route out of the namespace).
+    hosts -k 2 -- sh -c 'ip route get 10.77.0.2 >/dev/null && ! ip route get 1.1.1.1 2>/dev/null'
+    expect_rc 0 $? "routing"
+    # The first failing rank's status comes back; the others are killed after a grace period.
+    hosts -k 2 -- sh -c 'echo $COLLIE_HOSTID; if [ $RANK = 1 ]; then exit 3; fi; sleep 60' \
+      >"$WORK/fail" 2>/dev/null
+    expect_rc 3 $? "failing rank"
+    expect_torn_down "$(sed -n 's/-host0$//p' "$WORK/fail")"
+    # The deadline.
+    start=$SECONDS
+    hosts -k 2 -t 2 -- sh -c 'echo $COLLIE_HOSTID; sleep 60' >"$WORK/slow" 2>/dev/null
+    expect_rc 124 $? "deadline"
+    [ $((SECONDS - start)) -lt 20 ] || fail "deadline took $((SECONDS - start)) s"
+    expect_torn_down "$(sed -n 's/-host0$//p' "$WORK/slow")"
+    # Rate limit and drops are set up (qdisc and rule visible inside the hosts).
+    hosts -k 2 -r 100mbit -d 0.5 -- sh -c 'tc qdisc show dev eth0 | grep -q "tbf.*rate 100Mbit"'
+    expect_rc 0 $? "rate limit"
+    echo "PASS: self"
+    ;;
+  tcp)
+    perf_check -k 4 -m 1 -t 240
+    echo "PASS: 4 hosts x 1 rank over tcp"
+    ;;
+  mixed)
+    PERF_ENV=(COLLIE_DEBUG=INFO COLLIE_DEBUG_SUBSYS=INIT)
+    mkdir -p "$WORK/logs"
+    perf_check -k 4 -m 2 -t 240 -o "$WORK/logs"
+    grep -q "rank 0 -> peer rank 1 via shm" "$WORK/logs/rank0.err" || fail "ranks 0, 1: not shm"
+    grep -q "rank 0 -> peer rank 2 via tcp" "$WORK/logs/rank0.err" || fail "ranks 0, 2: not tcp"
+    grep -q "rank 7 -> peer rank 6 via shm" "$WORK/logs/rank7.err" || fail "ranks 7, 6: not shm"
+    echo "PASS: 4 hosts x 2 ranks, shm inside a host, tcp across"
+    ;;
+  drops)
+    perf_check -k 4 -m 1 -d 1 -t 600
+    n=$(sed -n 's/^netns_hosts: the bridge dropped \([0-9]*\) frames$/\1/p' "$WORK/err")
+    [ "${n:-0}" -gt 0 ] || fail "no frame was dropped (counter: ${n:-none})"
+    echo "dropped frames: $n"
+    echo "PASS: 4 hosts x 1 rank with 1% of frames dropped"
+    ;;
+  *) fail "unknown case $CASE" ;;
+esac
