@@ -1,0 +1,283 @@
+// collie-sim: predicted AllReduce time and bus bandwidth per algorithm and size, from each
+// algorithm's real schedule run through the event model of links (sim/event_sim.h), for
+// machines larger than any test bench, e.g.
+//
+//   collie-sim --ranks 1024 --hosts 128 --net-gbps 25 --net-us 5 --shm-gbps 100 -b 8 -e 1G
+//
+// Prints one row per size with each algorithm's time and busbw (nccl-tests' 2(n-1)/n factor)
+// and the fastest one; --csv writes the same rows to a file.
+#include <getopt.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "sim/predict.h"
+
+namespace collie {
+namespace sim {
+namespace {
+
+struct CliOptions {
+  Topology topo{8, 1};
+  Links links;
+  PredictOptions predict;
+  size_t minBytes = 8, maxBytes = 64u << 20;
+  long factor = 2;
+  std::vector<const SimAlgorithm*> algos;
+  std::string csv;
+};
+
+void usage(FILE* out) {
+  fprintf(out,
+          "usage: collie-sim [options]\n"
+          "  --ranks N         ranks (default 8)\n"
+          "  --hosts H         hosts; ranks sit on them in contiguous blocks (default 1)\n"
+          "  --net-gbps G      NIC bandwidth per host and direction, GB/s (default 25)\n"
+          "  --net-us A        network latency per message, us (default 5)\n"
+          "  --shm-gbps G      shared-memory copy bandwidth per rank and direction, GB/s;\n"
+          "                    0: ranks of a host talk at the network's rates (default 100)\n"
+          "  --shm-us A        shared-memory latency per message, us (default 1)\n"
+          "  --reduce-gbps G   reduction speed per rank, GB/s; 0: free (default 0)\n"
+          "  --chunk BYTES     ring pipeline chunk (default 512K, as COLLIE_CHUNK_BYTES)\n"
+          "  --elem BYTES      element size (default 4)\n"
+          "  -b, -e BYTES      smallest and largest size (default 8, 64M; K, M, G suffixes)\n"
+          "  -f F              size step factor (default 2)\n"
+          "  -a A[,A...]       algorithms (default all:");
+  for (const SimAlgorithm& a : simAlgorithms()) fprintf(out, " %s", a.name);
+  fprintf(out,
+          ")\n"
+          "  --csv PATH        also write size,algo,time_us,busbw rows to PATH\n");
+}
+
+bool parseSize(const char* text, size_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  double v = strtod(text, &end);
+  if (end == text || errno != 0 || !std::isfinite(v) || v < 0) return false;
+  double unit = 1;
+  if (*end == 'k' || *end == 'K')
+    unit = 1024.0, ++end;
+  else if (*end == 'm' || *end == 'M')
+    unit = 1024.0 * 1024, ++end;
+  else if (*end == 'g' || *end == 'G')
+    unit = 1024.0 * 1024 * 1024, ++end;
+  if (*end == 'b' || *end == 'B') ++end;
+  if (*end != '\0' || v * unit >= 1e18) return false;
+  *out = static_cast<size_t>(v * unit);
+  return true;
+}
+
+bool parseDouble(const char* text, double* out) {
+  errno = 0;
+  char* end = nullptr;
+  double v = strtod(text, &end);
+  if (end == text || *end != '\0' || errno != 0 || !std::isfinite(v) || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+bool parseLong(const char* text, long lo, long hi, long* out) {
+  errno = 0;
+  char* end = nullptr;
+  long v = strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool parseAlgos(const std::string& list, std::vector<const SimAlgorithm*>* out) {
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t e = list.find(',', pos);
+    if (e == std::string::npos) e = list.size();
+    std::string name = list.substr(pos, e - pos);
+    const SimAlgorithm* a = findSimAlgorithm(name);
+    if (a == nullptr) {
+      fprintf(stderr, "collie-sim: no schedule for algorithm '%s'\n", name.c_str());
+      return false;
+    }
+    out->push_back(a);
+    pos = e + 1;
+  }
+  return true;
+}
+
+enum Flag {
+  kRanks = 1000,
+  kHosts,
+  kNetGbps,
+  kNetUs,
+  kShmGbps,
+  kShmUs,
+  kReduce,
+  kChunk,
+  kElem,
+  kCsv
+};
+
+// 0: run; 1: help printed; 2: bad usage (message printed).
+int parseArgs(int argc, char** argv, CliOptions* o) {
+  static const option kLong[] = {
+      {"ranks", required_argument, nullptr, kRanks},
+      {"hosts", required_argument, nullptr, kHosts},
+      {"net-gbps", required_argument, nullptr, kNetGbps},
+      {"net-us", required_argument, nullptr, kNetUs},
+      {"shm-gbps", required_argument, nullptr, kShmGbps},
+      {"shm-us", required_argument, nullptr, kShmUs},
+      {"reduce-gbps", required_argument, nullptr, kReduce},
+      {"chunk", required_argument, nullptr, kChunk},
+      {"elem", required_argument, nullptr, kElem},
+      {"csv", required_argument, nullptr, kCsv},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  long v = 0;
+  int flag;
+  while ((flag = getopt_long(argc, argv, "+b:e:f:a:h", kLong, nullptr)) != -1) {
+    bool ok = true;
+    switch (flag) {
+      case kRanks:
+        ok = parseLong(optarg, 1, 1 << 20, &v), o->topo.nranks = static_cast<int>(v);
+        break;
+      case kHosts:
+        ok = parseLong(optarg, 1, 1 << 20, &v), o->topo.hosts = static_cast<int>(v);
+        break;
+      case kNetGbps:
+        ok = parseDouble(optarg, &o->links.net.gbps) && o->links.net.gbps > 0;
+        break;
+      case kNetUs:
+        ok = parseDouble(optarg, &o->links.net.alphaUs);
+        break;
+      case kShmGbps:
+        ok = parseDouble(optarg, &o->links.shm.gbps);
+        break;
+      case kShmUs:
+        ok = parseDouble(optarg, &o->links.shm.alphaUs);
+        break;
+      case kReduce:
+        ok = parseDouble(optarg, &o->links.reduceGBps);
+        break;
+      case kChunk:
+        ok = parseSize(optarg, &o->predict.chunkBytes) && o->predict.chunkBytes > 0;
+        break;
+      case kElem:
+        ok = parseLong(optarg, 1, 64, &v), o->predict.elemSize = static_cast<size_t>(v);
+        break;
+      case kCsv:
+        o->csv = optarg;
+        break;
+      case 'b':
+        ok = parseSize(optarg, &o->minBytes);
+        break;
+      case 'e':
+        ok = parseSize(optarg, &o->maxBytes);
+        break;
+      case 'f':
+        ok = parseLong(optarg, 2, 1 << 20, &o->factor);
+        break;
+      case 'a':
+        ok = parseAlgos(optarg, &o->algos);
+        break;
+      case 'h':
+        usage(stdout);
+        return 1;
+      default:
+        usage(stderr);
+        return 2;
+    }
+    if (!ok) {
+      fprintf(stderr, "collie-sim: bad value '%s'\n", optarg);
+      return 2;
+    }
+  }
+  if (optind != argc) {
+    fprintf(stderr, "collie-sim: unexpected argument '%s'\n", argv[optind]);
+    return 2;
+  }
+  if (o->topo.hosts > o->topo.nranks) {
+    fprintf(stderr, "collie-sim: %d hosts for %d ranks\n", o->topo.hosts, o->topo.nranks);
+    return 2;
+  }
+  if (o->minBytes > o->maxBytes) {
+    fprintf(stderr, "collie-sim: -b is above -e\n");
+    return 2;
+  }
+  if (o->algos.empty())
+    for (const SimAlgorithm& a : simAlgorithms()) o->algos.push_back(&a);
+  return 0;
+}
+
+void printHeader(const CliOptions& o) {
+  const Topology& t = o.topo;
+  const Links& l = o.links;
+  printf("# collie-sim: AllReduce, %d ranks on %d hosts (%.3g per host)\n", t.nranks, t.hosts,
+         static_cast<double>(t.nranks) / t.hosts);
+  printf("# net %g GB/s per NIC and direction, %g us; ", l.net.gbps, l.net.alphaUs);
+  if (l.shm.gbps > 0)
+    printf("shm %g GB/s per rank, %g us; ", l.shm.gbps, l.shm.alphaUs);
+  else
+    printf("no shm tier; ");
+  if (l.reduceGBps > 0)
+    printf("reduce %g GB/s; ", l.reduceGBps);
+  else
+    printf("reduce free; ");
+  printf("chunk %zu B; elements of %zu B\n#\n", o.predict.chunkBytes, o.predict.elemSize);
+  printf("# %12s", "size(B)");
+  for (const SimAlgorithm* a : o.algos) printf("  %24s", a->name);
+  printf("  %s\n# %12s", "fastest", "");
+  for (size_t i = 0; i < o.algos.size(); ++i) printf("  %13s %10s", "time(us)", "busbw");
+  printf("\n");
+}
+
+int run(const CliOptions& o) {
+  FILE* csv = nullptr;
+  if (!o.csv.empty()) {
+    csv = fopen(o.csv.c_str(), "w");
+    if (csv == nullptr) {
+      fprintf(stderr, "collie-sim: cannot write %s: %s\n", o.csv.c_str(), strerror(errno));
+      return 1;
+    }
+    fprintf(csv, "size,algo,time_us,busbw\n");
+  }
+  printHeader(o);
+  for (size_t size = o.minBytes;;) {
+    printf("  %12zu", size);
+    const char* best = "-";
+    double bestUs = 0;
+    for (const SimAlgorithm* a : o.algos) {
+      SimResult r = predict(*a, size, o.topo, o.links, o.predict);
+      if (!r.ok) {
+        fprintf(stderr, "collie-sim: %s at %zu B: %s\n", a->name, size, r.error.c_str());
+        if (csv) fclose(csv);
+        return 1;
+      }
+      double bus = allReduceBusGBps(size, o.topo.nranks, r.timeUs);
+      printf("  %13.2f %10.3f", r.timeUs, bus);
+      if (csv) fprintf(csv, "%zu,%s,%.3f,%.6f\n", size, a->name, r.timeUs, bus);
+      if (best[0] == '-' || r.timeUs < bestUs) best = a->name, bestUs = r.timeUs;
+    }
+    printf("  %s\n", best);
+    fflush(stdout);
+    size_t next = size == 0 ? 1 : size * static_cast<size_t>(o.factor);
+    if (next <= size || next > o.maxBytes) break;
+    size = next;
+  }
+  if (csv) fclose(csv);
+  return 0;
+}
+
+}  // namespace
+}  // namespace sim
+}  // namespace collie
+
+int main(int argc, char** argv) {
+  collie::sim::CliOptions o;
+  int parsed = collie::sim::parseArgs(argc, argv, &o);
+  if (parsed != 0) return parsed == 1 ? 0 : 2;
+  return collie::sim::run(o);
+}

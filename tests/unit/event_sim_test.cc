@@ -1,0 +1,190 @@
+// Tests of the schedule simulator against closed-form alpha-beta times: one message, a shared
+// NIC, the shm tier, reductions, the ring and recursive doubling, and broken schedules.
+#include "sim/event_sim.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sim/predict.h"
+
+namespace collie {
+namespace sim {
+namespace {
+
+using sched::Schedule;
+
+constexpr double kAlpha = 5.0;  // us
+constexpr double kGBps = 1.0;   // 1e3 bytes per us
+constexpr double kBpus = 1e3;   // kGBps in bytes per us
+
+Links netOnly() {
+  Links l;
+  l.net = {kAlpha, kGBps};
+  l.shm = {0, 0};
+  return l;
+}
+
+TEST(EventSim, OneMessageIsAlphaPlusBytesOverBeta) {
+  std::vector<Schedule> s(2);
+  s[0].send(1, 1000000);
+  s[1].recv(0, 1000000, false);
+  SimResult r = simulate(s, Topology{2, 2}, netOnly());
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_DOUBLE_EQ(r.timeUs, kAlpha + 1000000 / kBpus);
+}
+
+TEST(EventSim, TwoRanksOfAHostShareItsNic) {
+  // Ranks 0, 1 on host 0 send to ranks 2, 3 on host 1 at once: each gets half of the NIC.
+  std::vector<Schedule> s(4);
+  s[0].send(2, 1000000);
+  s[1].send(3, 1000000);
+  s[2].recv(0, 1000000, false);
+  s[3].recv(1, 1000000, false);
+  SimResult r = simulate(s, Topology{4, 2}, netOnly());
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_DOUBLE_EQ(r.timeUs, kAlpha + 2 * 1000000 / kBpus);
+}
+
+TEST(EventSim, AFlowSpeedsUpWhenItsNeighbourEnds) {
+  // 1 MB and 3 MB through one NIC: the small one ends at alpha + 2 MB/beta, the big one then
+  // has the NIC to itself for its last 2 MB.
+  std::vector<Schedule> s(4);
+  s[0].send(2, 1000000);
+  s[1].send(3, 3000000);
+  s[2].recv(0, 1000000, false);
+  s[3].recv(1, 3000000, false);
+  SimResult r = simulate(s, Topology{4, 2}, netOnly());
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NEAR(r.timeUs, kAlpha + 4000000 / kBpus, 1e-6);
+}
+
+TEST(EventSim, FullDuplexLinksDoNotShareDirections) {
+  std::vector<Schedule> s(2);
+  for (int r = 0; r < 2; ++r) {
+    s[r].recv(1 - r, 1000000, false);
+    s[r].send(1 - r, 1000000);
+  }
+  SimResult r = simulate(s, Topology{2, 2}, netOnly());
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_DOUBLE_EQ(r.timeUs, kAlpha + 1000000 / kBpus);
+}
+
+TEST(EventSim, RanksOfOneHostUseTheShmTier) {
+  Links l = netOnly();
+  l.shm = {0.5, 10.0};
+  std::vector<Schedule> s(2);
+  s[0].send(1, 1000000);
+  s[1].recv(0, 1000000, false);
+  SimResult r = simulate(s, Topology{2, 1}, l);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_DOUBLE_EQ(r.timeUs, 0.5 + 1000000 / 10e3);
+}
+
+TEST(EventSim, ReductionsQueueOnTheReceiver) {
+  Links l = netOnly();
+  l.reduceGBps = 2.0;
+  std::vector<Schedule> s(2);
+  s[0].send(1, 1000000);
+  s[1].recv(0, 1000000, true);
+  SimResult r = simulate(s, Topology{2, 2}, l);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_DOUBLE_EQ(r.timeUs, kAlpha + 1000000 / kBpus + 1000000 / 2e3);
+}
+
+TEST(EventSim, AWaitHoldsTheRank) {
+  // Rank 1 forwards to rank 2 only what it received from rank 0: two messages back to back.
+  std::vector<Schedule> s(3);
+  s[0].send(1, 500000);
+  s[1].wait(s[1].recv(0, 500000, false));
+  s[1].send(2, 500000);
+  s[2].recv(1, 500000, false);
+  SimResult r = simulate(s, Topology{3, 3}, netOnly());
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_DOUBLE_EQ(r.timeUs, 2 * (kAlpha + 500000 / kBpus));
+}
+
+TEST(EventSim, TwoRankRingIsTheAlphaBetaFormula) {
+  // One chunk per block: two steps of alpha + (B/2)/beta.
+  const size_t bytes = 1 << 20;
+  PredictOptions o;
+  o.chunkBytes = bytes;
+  double t = predictUs("ring", Collective::kAllReduce, bytes, Topology{2, 2}, netOnly(), o);
+  EXPECT_DOUBLE_EQ(t, 2 * (kAlpha + (bytes / 2.0) / kBpus));
+}
+
+TEST(EventSim, RingOfEightIsTheAlphaBetaFormula) {
+  const size_t bytes = 8 << 20;
+  PredictOptions o;
+  o.chunkBytes = bytes;
+  double t = predictUs("ring", Collective::kAllReduce, bytes, Topology{8, 8}, netOnly(), o);
+  EXPECT_NEAR(t, 2 * 7 * (kAlpha + (bytes / 8.0) / kBpus), 1e-6);
+}
+
+TEST(EventSim, PipelinedRingBeatsTheUnchunkedOneAndNotTheBandwidthBound) {
+  const size_t bytes = 8 << 20;
+  PredictOptions whole, chunked;
+  whole.chunkBytes = bytes;
+  chunked.chunkBytes = 64 << 10;
+  Links l = netOnly();
+  l.reduceGBps = 4.0;  // reductions that pipelining can hide
+  double tw = predictUs("ring", Collective::kAllReduce, bytes, Topology{4, 4}, l, whole);
+  double tc = predictUs("ring", Collective::kAllReduce, bytes, Topology{4, 4}, l, chunked);
+  EXPECT_LT(tc, tw);
+  EXPECT_GT(tc, 2.0 * 3 / 4 * bytes / kBpus);
+}
+
+TEST(EventSim, RecursiveDoublingStepsAndFold) {
+  const size_t bytes = 1 << 20;
+  const double step = kAlpha + bytes / kBpus;
+  double t4 =
+      predictUs("recursive_doubling", Collective::kAllReduce, bytes, Topology{4, 4}, netOnly());
+  EXPECT_NEAR(t4, 2 * step, 1e-6);
+  // 6 ranks: fold (0 -> 1, 2 -> 3), two doubling steps among 1, 3, 4, 5, unfold. Ranks 4 and 5
+  // fold nothing, so their first exchange is done when 1 and 3 start theirs, and 4's second
+  // message reaches rank 1 while 3's is still coming in: rank 1's NIC carries 2B at once.
+  double t6 =
+      predictUs("recursive_doubling", Collective::kAllReduce, bytes, Topology{6, 6}, netOnly());
+  EXPECT_NEAR(t6, 4 * kAlpha + 5 * (bytes / kBpus), 1e-6);
+}
+
+TEST(EventSim, RingOnePerHostAcrossHostsSharesNoNic) {
+  // 8 ranks on 2 hosts: only ranks 3 and 7 cross hosts, one flow per NIC direction. They get
+  // what they forward over the fast shm tier, so their sends queue behind each other on the
+  // NIC and only the first message's latency shows: alpha + 14 steps of B/8 at beta.
+  Links l = netOnly();
+  l.shm = {kAlpha, 100.0};
+  const size_t bytes = 8 << 20;
+  PredictOptions o;
+  o.chunkBytes = bytes;
+  double t = predictUs("ring", Collective::kAllReduce, bytes, Topology{8, 2}, l, o);
+  EXPECT_NEAR(t, kAlpha + 2 * 7 * (bytes / 8.0) / kBpus, 1e-6);
+}
+
+TEST(EventSim, UnmatchedScheduleIsAnError) {
+  std::vector<Schedule> s(2);
+  s[0].wait(s[0].recv(1, 8, false));
+  SimResult r = simulate(s, Topology{2, 2}, netOnly());
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("rank 0"), std::string::npos) << r.error;
+}
+
+TEST(EventSim, BadPeerIsAnError) {
+  std::vector<Schedule> s(2);
+  s[0].send(5, 8);
+  EXPECT_FALSE(simulate(s, Topology{2, 2}, netOnly()).ok);
+  EXPECT_FALSE(simulate(s, Topology{3, 2}, netOnly()).ok);  // 2 schedules for 3 ranks
+}
+
+TEST(EventSim, UnknownAlgorithmOrCollective) {
+  EXPECT_LT(predictUs("nope", Collective::kAllReduce, 8, Topology{2, 2}, netOnly()), 0);
+  EXPECT_LT(predictUs("ring", Collective::kBroadcast, 8, Topology{2, 2}, netOnly()), 0);
+  EXPECT_EQ(predictUs("ring", Collective::kAllReduce, 8, Topology{1, 1}, netOnly()), 0);
+}
+
+TEST(EventSim, BusBandwidthFactor) {
+  EXPECT_DOUBLE_EQ(allReduceBusGBps(1000000, 4, 1000.0), 1.0 * 2 * 3 / 4);
+}
+
+}  // namespace
+}  // namespace sim
+}  // namespace collie
