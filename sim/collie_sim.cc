@@ -43,6 +43,8 @@ void usage(FILE* out) {
           "                    0: ranks of a host talk at the network's rates (default 100)\n"
           "  --shm-us A        shared-memory latency per message, us (default 1)\n"
           "  --reduce-gbps G   reduction speed per rank, GB/s; 0: free (default 0)\n"
+          "  --cores C         cores per host shared by its local copies and reductions;\n"
+          "                    0: one per rank (default 0)\n"
           "  --chunk BYTES     ring pipeline chunk (default 512K, as COLLIE_CHUNK_BYTES)\n"
           "  --elem BYTES      element size (default 4)\n"
           "  -b, -e BYTES      smallest and largest size (default 8, 64M; K, M, G suffixes)\n"
@@ -115,6 +117,7 @@ enum Flag {
   kShmGbps,
   kShmUs,
   kReduce,
+  kCores,
   kChunk,
   kElem,
   kCsv
@@ -130,6 +133,7 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
       {"shm-gbps", required_argument, nullptr, kShmGbps},
       {"shm-us", required_argument, nullptr, kShmUs},
       {"reduce-gbps", required_argument, nullptr, kReduce},
+      {"cores", required_argument, nullptr, kCores},
       {"chunk", required_argument, nullptr, kChunk},
       {"elem", required_argument, nullptr, kElem},
       {"csv", required_argument, nullptr, kCsv},
@@ -161,6 +165,9 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
         break;
       case kReduce:
         ok = parseDouble(optarg, &o->links.reduceGBps);
+        break;
+      case kCores:
+        ok = parseLong(optarg, 0, 1 << 20, &v), o->links.cores = static_cast<int>(v);
         break;
       case kChunk:
         ok = parseSize(optarg, &o->predict.chunkBytes) && o->predict.chunkBytes > 0;
@@ -226,6 +233,7 @@ void printHeader(const CliOptions& o) {
     printf("reduce %g GB/s; ", l.reduceGBps);
   else
     printf("reduce free; ");
+  if (l.cores > 0) printf("%d cores per host; ", l.cores);
   printf("chunk %zu B; elements of %zu B\n#\n", o.predict.chunkBytes, o.predict.elemSize);
   printf("# %12s", "size(B)");
   for (const SimAlgorithm* a : o.algos) printf("  %24s", a->name);

@@ -37,8 +37,8 @@ struct Flow {
   double remaining = 0, rate = 0, last = 0;
   uint32_t version = 0;
   int nports = 0;
-  int port[2] = {0, 0};
-  int slot[2] = {0, 0};  // index of this flow in each port's list
+  int port[3] = {0, 0, 0};
+  int slot[3] = {0, 0, 0};  // index of this flow in each port's list
 };
 
 struct Port {
@@ -60,9 +60,18 @@ class Engine {
     const int h = topo.hosts;
     const bool shm = links.shm.gbps > 0;
     const Tier& local = shm ? links.shm : links.net;
-    ports_.resize(2 * h + 2 * n_);
+    ports_.resize(3 * h + n_);
     for (int i = 0; i < 2 * h; ++i) ports_[i].cap = links.net.gbps * 1e3;
-    for (int i = 2 * h; i < 2 * h + 2 * n_; ++i) ports_[i].cap = local.gbps * 1e3;
+    for (int i = 2 * h; i < 2 * h + n_; ++i) ports_[i].cap = local.gbps * 1e3;
+    for (int i = 2 * h + n_; i < 3 * h + n_; ++i) ports_[i].cap = links.cores * local.gbps * 1e3;
+    std::vector<int> perHost(h, 0);
+    for (int r = 0; r < n_; ++r) ++perHost[topo.hostOf(r)];
+    reduceRate_.resize(n_);
+    for (int r = 0; r < n_; ++r) {
+      int c = perHost[topo.hostOf(r)];
+      double share = links.cores > 0 && links.cores < c ? double(links.cores) / c : 1.0;
+      reduceRate_[r] = links.reduceGBps * 1e3 * share;
+    }
     cursor_.assign(n_, 0);
     blockedOn_.assign(n_, -1);
     cpuFree_.assign(n_, 0);
@@ -132,13 +141,15 @@ class Engine {
     if (hs != hd) {
       fl.port[0] = hs;      // NIC out of the sender's host
       fl.port[1] = h + hd;  // NIC in of the receiver's host
+      fl.nports = 2;
       alpha = links_.net.alphaUs;
     } else {
-      fl.port[0] = 2 * h + r;
-      fl.port[1] = 2 * h + n_ + op.peer;
+      fl.port[0] = 2 * h + r;  // the copy ports of both ranks
+      fl.port[1] = 2 * h + op.peer;
+      fl.port[2] = 2 * h + n_ + hs;  // the host's cores
+      fl.nports = links_.cores > 0 ? 3 : 2;
       alpha = links_.shm.gbps > 0 ? links_.shm.alphaUs : links_.net.alphaUs;
     }
-    fl.nports = 2;
     push(now_ + alpha, EvType::kActivate, f, 0, 0);
   }
 
@@ -156,9 +167,9 @@ class Engine {
   // The data of receive i of rank r is there at t; the reduction (if any) queues on r's CPU.
   void arrive(int r, int i, double t) {
     const Op& op = ranks_[r][i];
-    if (op.reduce && links_.reduceGBps > 0) {
+    if (op.reduce && reduceRate_[r] > 0) {
       double start = std::max(t, cpuFree_[r]);
-      cpuFree_[r] = start + static_cast<double>(op.bytes) / (links_.reduceGBps * 1e3);
+      cpuFree_[r] = start + static_cast<double>(op.bytes) / reduceRate_[r];
       t = cpuFree_[r];
     }
     push(t, EvType::kRecvDone, r, i, 0);
@@ -272,7 +283,9 @@ class Engine {
   const Topology topo_;
   const Links links_;
   const int n_;
-  std::vector<Port> ports_;  // NIC out per host, NIC in per host, local out per rank, local in
+  // NIC out per host, NIC in per host, copy port per rank, cores per host.
+  std::vector<Port> ports_;
+  std::vector<double> reduceRate_;  // bytes per us; 0: free
   std::vector<Flow> flows_;
   std::vector<int> freeFlows_;
   std::vector<size_t> cursor_;

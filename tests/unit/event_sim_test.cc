@@ -80,6 +80,43 @@ TEST(EventSim, RanksOfOneHostUseTheShmTier) {
   EXPECT_DOUBLE_EQ(r.timeUs, 0.5 + 1000000 / 10e3);
 }
 
+TEST(EventSim, LocalCopiesShareARanksPortBothWays) {
+  // Inside a host the CPU copies: an exchange costs each rank two copies' worth.
+  Links l = netOnly();
+  l.shm = {0.5, 10.0};
+  std::vector<Schedule> s(2);
+  for (int r = 0; r < 2; ++r) {
+    s[r].recv(1 - r, 1000000, false);
+    s[r].send(1 - r, 1000000);
+  }
+  SimResult r = simulate(s, Topology{2, 1}, l);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_DOUBLE_EQ(r.timeUs, 0.5 + 2 * 1000000 / 10e3);
+}
+
+TEST(EventSim, FewerCoresThanRanksSlowLocalCopiesAndReductions) {
+  // Two disjoint one-way copies on one host: independent with a core each, halved on one core.
+  Links l = netOnly();
+  l.shm = {0.5, 10.0};
+  std::vector<Schedule> s(4);
+  s[0].send(1, 1000000);
+  s[1].recv(0, 1000000, false);
+  s[2].send(3, 1000000);
+  s[3].recv(2, 1000000, false);
+  l.cores = 4;
+  EXPECT_DOUBLE_EQ(simulate(s, Topology{4, 1}, l).timeUs, 0.5 + 1000000 / 10e3);
+  l.cores = 1;
+  EXPECT_DOUBLE_EQ(simulate(s, Topology{4, 1}, l).timeUs, 0.5 + 2 * 1000000 / 10e3);
+  // Reductions: 4 ranks on 2 cores reduce at half speed.
+  std::vector<Schedule> t(4);
+  t[0].send(1, 1000000);
+  t[1].recv(0, 1000000, true);
+  l.cores = 2;
+  l.reduceGBps = 1.0;
+  EXPECT_DOUBLE_EQ(simulate(t, Topology{4, 1}, l).timeUs,
+                   0.5 + 1000000 / 10e3 + 1000000 / (0.5 * 1e3));
+}
+
 TEST(EventSim, ReductionsQueueOnTheReceiver) {
   Links l = netOnly();
   l.reduceGBps = 2.0;
