@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# validate_sim.sh: collie-sim's predictions against collie-perf's measurements.
+#
+#   validate_sim.sh [BIN_DIR] [netns|tcp|shm ...]     (default: build/bin, all three)
+#
+# For each setting the link parameters come from 2-rank runs only (calibration), fitted through
+# the simulator itself so that they mean what the model means by them; the prediction is then
+# checked on larger runs of both algorithms the simulator models:
+#   alpha  = recursive doubling's 2-rank time at 8 B (one exchange of almost nothing)
+#   beta   = the one that makes the simulated 2-rank ring take the measured time at 16 MiB
+#   reduce = the one that makes the simulated 2-rank recursive doubling take the measured time
+#            at 16 MiB (its one reduction is not overlapped); free when the transfer explains it
+# Every run is collie-perf -z 3: a barrier between iterations, timed without it, since the
+# simulator predicts one collective from a common start (back to back, recursive doubling's
+# iterations overlap and collide on the links).
+# Settings:
+#   netns  hosts of tests/netns/netns_hosts.sh, one rank each, links tbf-limited to $RATE
+#          (default 1gbit); validated on 4 hosts (needs root; skipped otherwise)
+#   tcp    one host, COLLIE_TRANSPORT=tcp (loopback); validated on 3 and 4 ranks
+#   shm    one host, COLLIE_TRANSPORT=shm, the stream algorithms (ring, recursive doubling)
+#          over shared-memory rings; validated on 3 and 4 ranks
+# Prints one table row per (setting, ranks, algorithm, size >= 1 MiB) with the measured and
+# predicted times and their ratio; exits 1 if any prediction misses by more than $TOLERANCE
+# (default 0.25) of the measurement.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=${1:-build/bin}
+shift || true
+SETTINGS=("$@")
+[ ${#SETTINGS[@]} -gt 0 ] || SETTINGS=(netns tcp shm)
+RATE=${RATE:-1gbit}
+TOLERANCE=${TOLERANCE:-0.25}
+MAXB=16M
+MAXB_BYTES=16777216
+ITERS=${ITERS:-10}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/validate_sim.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+for tool in collie-perf collie-sim collie-run; do
+  [ -x "$BIN/$tool" ] || { echo "validate_sim: $BIN/$tool not built" >&2; exit 2; }
+done
+
+# measure SETTING NRANKS ALGO -> "size time_us" lines (mean of out-of-place and in-place).
+measure() {
+  local setting=$1 n=$2 algo=$3 out="$WORK/perf.$1.$2.$3"
+  local perf=(env COLLIE_ALGO="$algo" "$BIN/collie-perf" -b 8 -e $MAXB -f 2 -n "$ITERS" -w 3 -c 0 -z 3)
+  case $setting in
+    netns) timeout 900 bash "$HERE/netns_hosts.sh" -k "$n" -r "$RATE" -t 800 -- "${perf[@]}" ;;
+    tcp) COLLIE_TRANSPORT=tcp timeout 900 "$BIN/collie-run" -n "$n" --timeout 800 "${perf[@]}" ;;
+    shm) COLLIE_TRANSPORT=shm timeout 900 "$BIN/collie-run" -n "$n" --timeout 800 "${perf[@]}" ;;
+  esac >"$out" 2>"$WORK/err"
+  local rc=$?
+  if [ $rc -eq 77 ]; then
+    return 77
+  elif [ $rc -ne 0 ]; then
+    echo "validate_sim: $setting n=$n $algo: collie-perf failed ($rc): $(tail -n 5 "$WORK/err")" >&2
+    return 1
+  fi
+  awk '/^ *[0-9]/ { printf "%s %.3f\n", $1, ($6 + $10) / 2 }' "$out"
+}
+
+at() { awk -v s="$2" '$1 == s { print $2 }' "$1"; }
+
+printf "%-6s %5s %-19s %10s %12s %12s %7s\n" setting ranks algorithm size measured_us predicted_us pred/meas
+fails=0
+for setting in "${SETTINGS[@]}"; do
+  # Calibration on 2 ranks.
+  measure "$setting" 2 recursive_doubling >"$WORK/rd2"
+  rc=$?
+  if [ $rc -eq 77 ]; then
+    echo "SKIP: $setting: $(grep -h SKIP "$WORK"/perf.$setting.* | head -1)"
+    continue
+  fi
+  [ $rc -eq 0 ] || exit 1
+  measure "$setting" 2 ring >"$WORK/ring2" || exit 1
+  cores=$(nproc)
+  case $setting in
+    netns) sizes=(4) tier=(--shm-gbps 0) ;;
+    *) sizes=(3 4) tier=(--shm-gbps 0 --cores "$cores") ;;
+  esac
+  alpha=$(at "$WORK/rd2" 8)
+  # The model's time for ALGO on N ranks at SIZE with these link arguments.
+  simt() {
+    local algo=$1 n=$2 size=$3
+    shift 3
+    local h=1
+    [ "$setting" = netns ] && h=$n
+    if [ "$setting" = shm ]; then
+      set -- "$@" --shm-us "$alpha" --shm-gbps "$SHM_GBPS" --cores "$cores"
+    fi
+    "$BIN/collie-sim" --ranks "$n" --hosts "$h" "${tier[@]}" --net-us "$alpha" "$@" -b "$size" \
+      -e "$size" -a "$algo" --csv "$WORK/simt.csv" >/dev/null || exit 1
+    awk -F, 'NR == 2 { print $3 }' "$WORK/simt.csv"
+  }
+  # Times scale with 1/beta and 1/reduce, so one run at 1 GB/s and one without the term give
+  # the term's size.
+  SHM_GBPS=1e6
+  if [ "$setting" = shm ]; then
+    t0=$(SHM_GBPS=1e6 simt ring 2 $MAXB_BYTES --net-gbps 1)
+    t1=$(SHM_GBPS=1 simt ring 2 $MAXB_BYTES --net-gbps 1)
+  else
+    t0=$(simt ring 2 $MAXB_BYTES --net-gbps 1e6)
+    t1=$(simt ring 2 $MAXB_BYTES --net-gbps 1)
+  fi
+  beta=$(awk -v m="$(at "$WORK/ring2" $MAXB_BYTES)" -v t0="$t0" -v t1="$t1" \
+    'BEGIN { printf "%.6f", (t1 - t0) / (m - t0) }')
+  if [ "$setting" = shm ]; then
+    SHM_GBPS=$beta
+    beta=1
+  fi
+  r0=$(simt recursive_doubling 2 $MAXB_BYTES --net-gbps "$beta")
+  r1=$(simt recursive_doubling 2 $MAXB_BYTES --net-gbps "$beta" --reduce-gbps 1)
+  reduce=$(awk -v m="$(at "$WORK/rd2" $MAXB_BYTES)" -v r0="$r0" -v r1="$r1" \
+    'BEGIN { printf "%.6f", (m > r0 ? (r1 - r0) / (m - r0) : 0) }')
+  linkargs=(--net-gbps "$beta" --reduce-gbps "$reduce")
+  bw=$([ "$setting" = shm ] && echo "$SHM_GBPS" || echo "$beta")
+  echo "# $setting: alpha ${alpha} us, beta ${bw} GB/s, reduce ${reduce} GB/s" \
+    "(0: free)$([ "$setting" = netns ] || echo ", $cores cores")"
+  for n in 2 "${sizes[@]}"; do
+    hosts=$([ "$setting" = netns ] && echo "$n" || echo 1)
+    extra=()
+    [ "$setting" = shm ] && extra=(--shm-us "$alpha" --shm-gbps "$SHM_GBPS" --cores "$cores")
+    "$BIN/collie-sim" --ranks "$n" --hosts "$hosts" "${tier[@]}" --net-us "$alpha" \
+      "${linkargs[@]}" "${extra[@]}" -b 1M -e $MAXB -f 2 -a recursive_doubling,ring \
+      --csv "$WORK/sim.$n" >/dev/null || exit 1
+    for algo in recursive_doubling ring; do
+      if [ "$n" -eq 2 ]; then
+        cp "$WORK/$([ $algo = ring ] && echo ring2 || echo rd2)" "$WORK/meas"
+      else
+        measure "$setting" "$n" "$algo" >"$WORK/meas" || exit 1
+      fi
+      for size in 1048576 2097152 4194304 8388608 16777216; do
+        m=$(at "$WORK/meas" $size)
+        p=$(awk -F, -v s=$size -v a=$algo '$1 == s && $2 == a { print $3 }' "$WORK/sim.$n")
+        note=$([ "$n" -eq 2 ] && echo "(calibration)" || echo "")
+        read -r ratio bad < <(awk -v m="$m" -v p="$p" -v t="$TOLERANCE" 'BEGIN {
+          r = p / m; printf "%.3f %d\n", r, (r > 1 + t || r < 1 - t) }')
+        [ "$n" -ne 2 ] && [ "$bad" -eq 1 ] && fails=$((fails + 1)) && note="MISS"
+        printf "%-6s %5s %-19s %10s %12.1f %12.1f %7s %s\n" "$setting" "$n" "$algo" "$size" "$m" "$p" \
+          "$ratio" "$note"
+      done
+    done
+  done
+done
+echo "# $fails prediction(s) outside ${TOLERANCE} of the measurement"
+[ $fails -eq 0 ]
