@@ -104,16 +104,9 @@ Status CommImpl::init(BootstrapInfo info) {
                             info.storeAddr.toString() + ")";
   Deadline deadline = Deadline::afterMs(connectMs);
   algos_ = buildAlgorithms();
-  std::string want = params().getString("COLLIE_ALGO");
-  if (!want.empty() && want != "auto") {
-    for (auto& a : algos_)
-      if (want == a->name()) forced_ = a.get();
-    if (forced_ == nullptr) {
-      std::string have;
-      for (auto& a : algos_) have += std::string(have.empty() ? "" : ", ") + a->name();
-      return invalidArgument(where + ": COLLIE_ALGO=" + want + " is not an algorithm of this build (" +
-                             have + ")");
-    }
+  {
+    Status forced = findAlgorithm(params().getString("COLLIE_ALGO"), &forced_);
+    if (!forced.isOk()) return forced.withContext(where);
   }
   // Unset: shm inside the host, ucx across hosts where RDMA is present, tcp elsewhere. A list
   // restricts the choice and prefers shm, then ucx, then tcp: ucx listed means ucx is forced.
@@ -422,10 +415,35 @@ CommImpl::~CommImpl() {
   if (server_) server_->stop();
 }
 
+Status CommImpl::findAlgorithm(const std::string& want, Algorithm** out) const {
+  *out = nullptr;
+  if (want.empty() || want == "auto") return Status::ok();
+  for (auto& a : algos_)
+    if (want == a->name()) *out = a.get();
+  if (*out != nullptr) return Status::ok();
+  std::string have;
+  for (auto& a : algos_) have += std::string(have.empty() ? "" : ", ") + a->name();
+  return invalidArgument("COLLIE_ALGO=" + want + " is not an algorithm of this build (" + have +
+                         ", or auto)");
+}
+
+Status CommImpl::setAlgorithm(const std::string& name) {
+  {
+    std::unique_lock<std::mutex> l(qMu_);
+    if (inFlight_ > 0) qCv_.wait(l, [&] { return inFlight_ == 0; });
+  }
+  std::lock_guard<std::mutex> e(execMu_);
+  Algorithm* a = nullptr;
+  COLLIE_RETURN_IF_ERROR(findAlgorithm(name, &a));
+  forced_ = a;
+  return Status::ok();
+}
+
 Status CommImpl::pickAlgorithm(const CollArgs& args, const AlgoContext& ctx, Algorithm** algo) {
-  if (forced_ != nullptr) {
+  // A barrier moves no data: it runs the barrier algorithm whatever is forced.
+  if (forced_ != nullptr && args.coll != Collective::kBarrier) {
     if (!forced_->supports(args.coll, args.memory) || !forced_->usable(ctx, args))
-      return invalidArgument(std::string("COLLIE_ALGO=") + forced_->name() + " cannot run " +
+      return invalidArgument(std::string("the forced algorithm ") + forced_->name() + " (COLLIE_ALGO or collieCommSetAlgorithm) cannot run " +
                              collectiveName(args.coll) +
                              " here (it needs every peer on this host over shm, or this "
                              "collective or memory is not one it handles)");
@@ -433,12 +451,11 @@ Status CommImpl::pickAlgorithm(const CollArgs& args, const AlgoContext& ctx, Alg
     return Status::ok();
   }
   // The tuner: the cheapest usable algorithm by the alpha-beta model of the links in use.
-  const size_t bytes = args.count * dtypeSize(args.dtype);
   double best = 0;
   *algo = nullptr;
   for (auto& a : algos_) {
     if (!a->supports(args.coll, args.memory) || !a->usable(ctx, args)) continue;
-    double c = a->costUs(bytes, nranks_, ctx.link);
+    double c = a->costUs(args, nranks_, ctx.link);
     if (*algo == nullptr || c < best) *algo = a.get(), best = c;
   }
   if (*algo != nullptr) return Status::ok();
@@ -472,6 +489,7 @@ Status CommImpl::execute(const CollArgs& args) {
     --seq_;
     return picked;
   }
+  lastAlgo_.store(algo->name());
   Status s = algo->run(args, ctx);
   if (!s.isOk()) {
     FrameTag t = ctx.tagFor(args, 0, algo->id());

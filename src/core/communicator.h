@@ -58,6 +58,10 @@ class CommImpl {
   void abort();
   std::string lastError();
   void setLastError(const std::string& msg);
+  // Forces an algorithm by name for the following ops ("" or "auto": the tuner picks).
+  Status setAlgorithm(const std::string& name);
+  // The name of the algorithm the last op ran ("" before the first); a static string.
+  const char* lastAlgorithm() const { return lastAlgo_.load(); }
 
  private:
   CommImpl() = default;
@@ -86,7 +90,9 @@ class CommImpl {
   std::vector<std::unique_ptr<Connection>> conns_;  // by rank; null for this rank
   std::vector<Connection*> connPtrs_;                // the same, as the schedules see them
   std::vector<std::unique_ptr<Algorithm>> algos_;
-  Algorithm* forced_ = nullptr;  // COLLIE_ALGO
+  Status findAlgorithm(const std::string& name, Algorithm** out) const;
+  Algorithm* forced_ = nullptr;  // COLLIE_ALGO or setAlgorithm; guarded by execMu_
+  std::atomic<const char*> lastAlgo_{""};
   LinkModel link_;
   std::unique_ptr<Poller> poller_;
   std::vector<char> scratch_;  // guarded by execMu_
