@@ -12,6 +12,7 @@
 
 #include "src/base/log.h"
 #include "src/base/params.h"
+#include "src/core/tuner.h"
 #ifdef COLLIE_HAVE_UCX
 #include "transports/ucx/ucx_transport.h"
 #endif
@@ -268,12 +269,14 @@ Status CommImpl::init(BootstrapInfo info) {
   oversubscribed_ = cores > 0 && localRanks_ > static_cast<int>(cores);
   poller_.reset(new Poller(all, spinUs, &aborting_, shm_ ? shm_->doorbell() : nullptr,
                            oversubscribed_));
-  // Link model of the slowest transport in use (measured on loopback here: see README). UCX
-  // gets the tcp figures: over tcp and shared memory it measured no faster here, and this
-  // host has no RDMA device to measure.
-  bool anySlow = false, anyUcx = false;
-  for (int p = 0; p < nranks_; ++p) anySlow |= useTcp[p] || useUcx[p], anyUcx |= useUcx[p];
-  link_ = anySlow ? LinkModel{8.0, 1.5, 5.0} : LinkModel{1.0, 8.0, 8.0};
+  // The tuner's model: the slowest transport in use (see tuner.h).
+  bool anyTcp = false, anyUcx = false;
+  for (int p = 0; p < nranks_; ++p) anyTcp |= useTcp[p], anyUcx |= useUcx[p];
+  {
+    auto links = parseTransportLinks(params().getString("COLLIE_TUNER_LINKS"));
+    if (!links.isOk()) return links.status().withContext(where);
+    link_ = linkModelFor(links.value(), anyTcp, anyUcx);
+  }
   COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer%s)", rank_,
               nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks,
               anyUcx ? ", ucx to some peers" : "");
@@ -439,30 +442,6 @@ Status CommImpl::setAlgorithm(const std::string& name) {
   return Status::ok();
 }
 
-Status CommImpl::pickAlgorithm(const CollArgs& args, const AlgoContext& ctx, Algorithm** algo) {
-  // A barrier moves no data: it runs the barrier algorithm whatever is forced.
-  if (forced_ != nullptr && args.coll != Collective::kBarrier) {
-    if (!forced_->supports(args.coll, args.memory) || !forced_->usable(ctx, args))
-      return invalidArgument(std::string("the forced algorithm ") + forced_->name() + " (COLLIE_ALGO or collieCommSetAlgorithm) cannot run " +
-                             collectiveName(args.coll) +
-                             " here (it needs every peer on this host over shm, or this "
-                             "collective or memory is not one it handles)");
-    *algo = forced_;
-    return Status::ok();
-  }
-  // The tuner: the cheapest usable algorithm by the alpha-beta model of the links in use.
-  double best = 0;
-  *algo = nullptr;
-  for (auto& a : algos_) {
-    if (!a->supports(args.coll, args.memory) || !a->usable(ctx, args)) continue;
-    double c = a->costUs(args, nranks_, ctx.link);
-    if (*algo == nullptr || c < best) *algo = a.get(), best = c;
-  }
-  if (*algo != nullptr) return Status::ok();
-  return invalidArgument(std::string("no algorithm of this build runs ") +
-                         collectiveName(args.coll));
-}
-
 Status CommImpl::execute(const CollArgs& args) {
   if (failed_.load()) {
     std::lock_guard<std::mutex> l(errMu_);
@@ -484,7 +463,7 @@ Status CommImpl::execute(const CollArgs& args) {
   ctx.link = link_;
   ctx.oversubscribed = oversubscribed_;
   Algorithm* algo = nullptr;
-  Status picked = pickAlgorithm(args, ctx, &algo);
+  Status picked = pickAlgorithm(algos_, forced_, args, ctx, &algo);
   if (!picked.isOk()) {
     --seq_;
     return picked;

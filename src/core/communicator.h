@@ -71,7 +71,6 @@ class CommImpl {
   // Exchanges worker addresses with the peers in want and connects those that can; forced
   // (COLLIE_TRANSPORT lists ucx) makes any failure an error, else a peer falls back to tcp.
   Status setUpUcx(std::vector<bool>* want, bool forced, const Deadline& deadline);
-  Status pickAlgorithm(const CollArgs& args, const AlgoContext& ctx, Algorithm** algo);
   void fail(const Status& s);
   void progressLoop();
 
