@@ -5,7 +5,8 @@
 //   collie-sim --ranks 1024 --hosts 128 --net-gbps 25 --net-us 5 --shm-gbps 100 -b 8 -e 1G
 //
 // Prints one row per size with each algorithm's time and busbw (nccl-tests' 2(n-1)/n factor)
-// and the fastest one; --csv writes the same rows to a file.
+// and the fastest one; --csv writes the same rows to a file. A first word names another
+// collective (reduce_scatter, all_gather, broadcast, reduce), as for collie-perf.
 #include <getopt.h>
 
 #include <cerrno>
@@ -23,6 +24,7 @@ namespace sim {
 namespace {
 
 struct CliOptions {
+  Collective coll = Collective::kAllReduce;
   Topology topo{8, 1};
   Links links;
   PredictOptions predict;
@@ -34,7 +36,7 @@ struct CliOptions {
 
 void usage(FILE* out) {
   fprintf(out,
-          "usage: collie-sim [options]\n"
+          "usage: collie-sim [all_reduce|reduce_scatter|all_gather|broadcast|reduce] [options]\n"
           "  --ranks N         ranks (default 8)\n"
           "  --hosts H         hosts; ranks sit on them in contiguous blocks (default 1)\n"
           "  --net-gbps G      NIC bandwidth per host and direction, GB/s (default 25)\n"
@@ -140,6 +142,26 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
+  // The collective, first as in collie-perf; sizes count as nccl-tests counts them.
+  if (argc > 1 && argv[1][0] != '-') {
+    static const struct {
+      const char* name;
+      Collective coll;
+    } kColls[] = {{"all_reduce", Collective::kAllReduce},
+                  {"reduce_scatter", Collective::kReduceScatter},
+                  {"all_gather", Collective::kAllGather},
+                  {"broadcast", Collective::kBroadcast},
+                  {"reduce", Collective::kReduce}};
+    bool found = false;
+    for (const auto& c : kColls)
+      if (strcmp(argv[1], c.name) == 0) o->coll = c.coll, found = true;
+    if (!found) {
+      fprintf(stderr, "collie-sim: unknown collective '%s'\n", argv[1]);
+      return 2;
+    }
+    ++argv;
+    --argc;
+  }
   long v = 0;
   int flag;
   while ((flag = getopt_long(argc, argv, "+b:e:f:a:h", kLong, nullptr)) != -1) {
@@ -214,16 +236,24 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
     fprintf(stderr, "collie-sim: -b is above -e\n");
     return 2;
   }
-  if (o->algos.empty())
-    for (const SimAlgorithm& a : simAlgorithms()) o->algos.push_back(&a);
+  if (o->algos.empty()) {
+    for (const SimAlgorithm& a : simAlgorithms())
+      if (a.supports(o->coll)) o->algos.push_back(&a);
+  }
+  for (const SimAlgorithm* a : o->algos) {
+    if (!a->supports(o->coll)) {
+      fprintf(stderr, "collie-sim: %s has no schedule for %s\n", a->name, collectiveName(o->coll));
+      return 2;
+    }
+  }
   return 0;
 }
 
 void printHeader(const CliOptions& o) {
   const Topology& t = o.topo;
   const Links& l = o.links;
-  printf("# collie-sim: AllReduce, %d ranks on %d hosts (%.3g per host)\n", t.nranks, t.hosts,
-         static_cast<double>(t.nranks) / t.hosts);
+  printf("# collie-sim: %s, %d ranks on %d hosts (%.3g per host)\n", collectiveName(o.coll),
+         t.nranks, t.hosts, static_cast<double>(t.nranks) / t.hosts);
   printf("# net %g GB/s per NIC and direction, %g us; ", l.net.gbps, l.net.alphaUs);
   if (l.shm.gbps > 0)
     printf("shm %g GB/s per rank, %g us; ", l.shm.gbps, l.shm.alphaUs);
@@ -258,13 +288,13 @@ int run(const CliOptions& o) {
     const char* best = "-";
     double bestUs = 0;
     for (const SimAlgorithm* a : o.algos) {
-      SimResult r = predict(*a, size, o.topo, o.links, o.predict);
+      SimResult r = predict(*a, o.coll, size, o.topo, o.links, o.predict);
       if (!r.ok) {
         fprintf(stderr, "collie-sim: %s at %zu B: %s\n", a->name, size, r.error.c_str());
         if (csv) fclose(csv);
         return 1;
       }
-      double bus = allReduceBusGBps(size, o.topo.nranks, r.timeUs);
+      double bus = busGBps(o.coll, size, o.topo.nranks, r.timeUs);
       printf("  %13.2f %10.3f", r.timeUs, bus);
       if (csv) fprintf(csv, "%zu,%s,%.3f,%.6f\n", size, a->name, r.timeUs, bus);
       if (best[0] == '-' || r.timeUs < bestUs) best = a->name, bestUs = r.timeUs;

@@ -47,10 +47,14 @@ struct Port {
 };
 
 // Messages from one rank to another: arrivals nobody has received yet, or receives posted
-// before their data came.
+// before their data came; and the sends queued behind the one in flight, since a connection
+// carries its messages one after another (a queued message's latency hides behind the one
+// before it).
 struct Channel {
   std::deque<double> arrivals;
   std::deque<int> posted;
+  std::deque<int> queued;
+  bool busy = false;
 };
 
 class Engine {
@@ -150,6 +154,12 @@ class Engine {
       fl.nports = links_.cores > 0 ? 3 : 2;
       alpha = links_.shm.gbps > 0 ? links_.shm.alphaUs : links_.net.alphaUs;
     }
+    Channel& c = channel(r, op.peer);
+    if (c.busy) {
+      c.queued.push_back(f);
+      return;
+    }
+    c.busy = true;
     push(now_ + alpha, EvType::kActivate, f, 0, 0);
   }
 
@@ -217,6 +227,12 @@ class Engine {
     freeFlows_.push_back(f);
     for (int k = 0; k < fl.nports; ++k) reshare(fl.port[k]);
     Channel& c = channel(fl.src, fl.dst);
+    if (c.queued.empty()) {
+      c.busy = false;
+    } else {
+      push(now_, EvType::kActivate, c.queued.front(), 0, 0);
+      c.queued.pop_front();
+    }
     if (c.posted.empty()) {
       c.arrivals.push_back(now_);
     } else {

@@ -20,27 +20,31 @@ struct PredictOptions {
   size_t chunkBytes = 512 << 10;  // the ring's pipeline chunk (COLLIE_CHUNK_BYTES)
 };
 
-// One simulated algorithm: its name as COLLIE_ALGO spells it, and its schedule for rank r.
+// One simulated algorithm: its name as COLLIE_ALGO spells it, the collectives it has schedules
+// for, and its schedule for rank r. bytes is the size as nccl-tests reports it: the whole
+// buffer of each rank (AllReduce, Broadcast, Reduce) or of the gathered result (ReduceScatter's
+// input, AllGather's output, nranks blocks).
 struct SimAlgorithm {
   const char* name;
-  Collective coll;
-  sched::Schedule (*build)(int r, int n, size_t bytes, const PredictOptions& o);
+  bool (*supports)(Collective coll);
+  sched::Schedule (*build)(Collective coll, int r, int n, size_t bytes, const PredictOptions& o);
 };
 
 // Every algorithm the simulator has a schedule for, in the registry's order.
 const std::vector<SimAlgorithm>& simAlgorithms();
 const SimAlgorithm* findSimAlgorithm(const std::string& name);
 
-SimResult predict(const SimAlgorithm& algo, size_t bytes, const Topology& topo, const Links& links,
-                  const PredictOptions& o = {});
+SimResult predict(const SimAlgorithm& algo, Collective coll, size_t bytes, const Topology& topo,
+                  const Links& links, const PredictOptions& o = {});
 
 // The predicted time in microseconds; negative when the algorithm is unknown, does not run
 // this collective, or its schedules fail to complete.
 double predictUs(const std::string& algo, Collective coll, size_t bytes, const Topology& topo,
                  const Links& links, const PredictOptions& o = {});
 
-// nccl-tests' bus bandwidth factor of an AllReduce, 2(n-1)/n, applied to bytes / time.
-double allReduceBusGBps(size_t bytes, int nranks, double timeUs);
+// Bus bandwidth as nccl-tests computes it: bytes / time times 2(n-1)/n (AllReduce), (n-1)/n
+// (ReduceScatter, AllGather) or 1 (Broadcast, Reduce).
+double busGBps(Collective coll, size_t bytes, int nranks, double timeUs);
 
 }  // namespace sim
 }  // namespace collie

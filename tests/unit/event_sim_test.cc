@@ -214,12 +214,39 @@ TEST(EventSim, BadPeerIsAnError) {
 
 TEST(EventSim, UnknownAlgorithmOrCollective) {
   EXPECT_LT(predictUs("nope", Collective::kAllReduce, 8, Topology{2, 2}, netOnly()), 0);
-  EXPECT_LT(predictUs("ring", Collective::kBroadcast, 8, Topology{2, 2}, netOnly()), 0);
+  EXPECT_LT(predictUs("recursive_doubling", Collective::kBroadcast, 8, Topology{2, 2}, netOnly()),
+            0);
   EXPECT_EQ(predictUs("ring", Collective::kAllReduce, 8, Topology{1, 1}, netOnly()), 0);
 }
 
-TEST(EventSim, BusBandwidthFactor) {
-  EXPECT_DOUBLE_EQ(allReduceBusGBps(1000000, 4, 1000.0), 1.0 * 2 * 3 / 4);
+TEST(EventSim, BusBandwidthFactors) {
+  EXPECT_DOUBLE_EQ(busGBps(Collective::kAllReduce, 1000000, 4, 1000.0), 1.0 * 2 * 3 / 4);
+  EXPECT_DOUBLE_EQ(busGBps(Collective::kAllGather, 1000000, 4, 1000.0), 1.0 * 3 / 4);
+  EXPECT_DOUBLE_EQ(busGBps(Collective::kBroadcast, 1000000, 4, 1000.0), 1.0);
+}
+
+// The executor's ring schedules of the other collectives, one chunk per block.
+TEST(EventSim, RingReduceScatterAndAllGatherAreNMinusOneSteps) {
+  const size_t bytes = 4 << 20;
+  PredictOptions o;
+  o.chunkBytes = bytes;
+  const double step = kAlpha + (bytes / 4.0) / kBpus;
+  for (Collective c : {Collective::kReduceScatter, Collective::kAllGather}) {
+    double t = predictUs("ring", c, bytes, Topology{4, 4}, netOnly(), o);
+    EXPECT_NEAR(t, 3 * step, 1e-6) << collectiveName(c);
+  }
+}
+
+TEST(EventSim, RingBroadcastIsAPipelinedChain) {
+  // 4 chunks down a chain of 4 ranks: the last chunk leaves the root after 4 chunk times and
+  // needs 2 more hops; the latency of the root's later chunks hides behind the first ones.
+  const size_t bytes = 4 << 20, chunk = 1 << 20;
+  PredictOptions o;
+  o.chunkBytes = chunk;
+  double t = predictUs("ring", Collective::kBroadcast, bytes, Topology{4, 4}, netOnly(), o);
+  EXPECT_NEAR(t, kAlpha + 4 * (chunk / kBpus) + 2 * (kAlpha + chunk / kBpus), 1e-6);
+  double r = predictUs("ring", Collective::kReduce, bytes, Topology{4, 4}, netOnly(), o);
+  EXPECT_NEAR(r, t, 1e-6);  // the same chain the other way, reductions free
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+// The executor's schedules (algorithms/chunk_schedule.h) as simulator schedules: what the
+// algorithms that run through runChunkSchedule build for a call is what the simulator runs.
+#pragma once
+
+#include "algorithms/chunk_schedule.h"
+#include "algorithms/patterns/schedule.h"
+
+namespace collie {
+namespace sim {
+
+// Receives first (the executor posts them ahead and they match by order per peer), then the
+// sends in order, each after the receive it forwards; a receive with an operand reduces.
+sched::Schedule fromChunkSchedule(const ChunkSchedule& s);
+
+// The ring's schedule of collective coll (not AllReduce) for rank r of n: count elements of
+// esz bytes per the collective's convention (algorithm.h), root 0 where there is one.
+sched::Schedule ringCollectiveSchedule(Collective coll, int r, int n, size_t count, size_t esz,
+                                       size_t chunkBytes);
+
+}  // namespace sim
+}  // namespace collie
