@@ -6,8 +6,8 @@
 # For each setting the link parameters come from 2-rank runs only (calibration), fitted through
 # the simulator itself so that they mean what the model means by them; the prediction is then
 # checked on larger runs of both algorithms the simulator models:
-#   alpha  = recursive doubling's 2-rank time at 8 B (one exchange of almost nothing)
-#   beta   = the one that makes the simulated 2-rank ring take the measured time at 16 MiB
+#   alpha, beta = the pair that fits the simulated 2-rank ring best to the measured one at
+#            1-16 MiB (least squares of the relative error)
 #   reduce = the one that makes the simulated 2-rank recursive doubling take the measured time
 #            at 16 MiB (its one reduction is not overlapped); free when the transfer explains it
 # Every run is collie-perf -z 3: a barrier between iterations, timed without it, since the
@@ -32,6 +32,7 @@ RATE=${RATE:-1gbit}
 TOLERANCE=${TOLERANCE:-0.25}
 MAXB=16M
 MAXB_BYTES=16777216
+VSIZES="1048576 2097152 4194304 8388608 16777216"
 ITERS=${ITERS:-10}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/validate_sim.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -77,7 +78,7 @@ for setting in "${SETTINGS[@]}"; do
     netns) sizes=(4) tier=(--shm-gbps 0) ;;
     *) sizes=(3 4) tier=(--shm-gbps 0 --cores "$cores") ;;
   esac
-  alpha=$(at "$WORK/rd2" 8)
+  alpha=0
   # The model's time for ALGO on N ranks at SIZE with these link arguments.
   simt() {
     local algo=$1 n=$2 size=$3
@@ -91,20 +92,23 @@ for setting in "${SETTINGS[@]}"; do
       -e "$size" -a "$algo" --csv "$WORK/simt.csv" >/dev/null || exit 1
     awk -F, 'NR == 2 { print $3 }' "$WORK/simt.csv"
   }
-  # Times scale with 1/beta and 1/reduce, so one run at 1 GB/s and one without the term give
-  # the term's size.
+  # Latency and bandwidth fitted together to the 2-rank ring at every size from 1 MiB (least
+  # squares of the relative error): there the model's time is a * alpha + b / beta, with a and b
+  # from runs of the model at alpha 1 without a bandwidth term and at alpha 0 and 1 GB/s.
+  for size in $VSIZES; do
+    a=$(alpha=1 SHM_GBPS=1e9 simt ring 2 "$size" --net-gbps 1e9)
+    b=$(alpha=0 SHM_GBPS=1 simt ring 2 "$size" --net-gbps 1)
+    echo "$a $b $(at "$WORK/ring2" "$size")"
+  done >"$WORK/fit"
+  read -r alpha bfit < <(awk '{ w = 1 / ($3 * $3); aa += w * $1 * $1; ab += w * $1 * $2;
+      bb += w * $2 * $2; at += w * $1 * $3; bt += w * $2 * $3 }
+    END { d = aa * bb - ab * ab; al = (at * bb - bt * ab) / d; x = (aa * bt - ab * at) / d;
+      if (al < 0) { al = 0; x = bt / bb }
+      printf "%.3f %.6f\n", al, 1 / x }' "$WORK/fit")
   SHM_GBPS=1e6
+  beta=$bfit
   if [ "$setting" = shm ]; then
-    t0=$(SHM_GBPS=1e6 simt ring 2 $MAXB_BYTES --net-gbps 1)
-    t1=$(SHM_GBPS=1 simt ring 2 $MAXB_BYTES --net-gbps 1)
-  else
-    t0=$(simt ring 2 $MAXB_BYTES --net-gbps 1e6)
-    t1=$(simt ring 2 $MAXB_BYTES --net-gbps 1)
-  fi
-  beta=$(awk -v m="$(at "$WORK/ring2" $MAXB_BYTES)" -v t0="$t0" -v t1="$t1" \
-    'BEGIN { printf "%.6f", (t1 - t0) / (m - t0) }')
-  if [ "$setting" = shm ]; then
-    SHM_GBPS=$beta
+    SHM_GBPS=$bfit
     beta=1
   fi
   r0=$(simt recursive_doubling 2 $MAXB_BYTES --net-gbps "$beta")
@@ -128,7 +132,7 @@ for setting in "${SETTINGS[@]}"; do
       else
         measure "$setting" "$n" "$algo" >"$WORK/meas" || exit 1
       fi
-      for size in 1048576 2097152 4194304 8388608 16777216; do
+      for size in $VSIZES; do
         m=$(at "$WORK/meas" $size)
         p=$(awk -F, -v s=$size -v a=$algo '$1 == s && $2 == a { print $3 }' "$WORK/sim.$n")
         note=$([ "$n" -eq 2 ] && echo "(calibration)" || echo "")
