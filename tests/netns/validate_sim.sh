@@ -15,7 +15,8 @@
 # iterations overlap and collide on the links).
 # Settings:
 #   netns  hosts of tests/netns/netns_hosts.sh, one rank each, links tbf-limited to $RATE
-#          (default 1gbit); validated on 4 hosts (needs root; skipped otherwise)
+#          (default 1gbit); validated on $NETNS_HOSTS hosts (default 4; needs root,
+#          skipped otherwise)
 #   tcp    one host, COLLIE_TRANSPORT=tcp (loopback); validated on 3 and 4 ranks
 #   shm    one host, COLLIE_TRANSPORT=shm, the stream algorithms (ring, recursive doubling)
 #          over shared-memory rings; validated on 3 and 4 ranks
@@ -29,6 +30,7 @@ shift || true
 SETTINGS=("$@")
 [ ${#SETTINGS[@]} -gt 0 ] || SETTINGS=(netns tcp shm)
 RATE=${RATE:-1gbit}
+NETNS_HOSTS=${NETNS_HOSTS:-4}
 TOLERANCE=${TOLERANCE:-0.25}
 MAXB=16M
 MAXB_BYTES=16777216
@@ -75,7 +77,7 @@ for setting in "${SETTINGS[@]}"; do
   measure "$setting" 2 ring >"$WORK/ring2" || exit 1
   cores=$(nproc)
   case $setting in
-    netns) sizes=(4) tier=(--shm-gbps 0) ;;
+    netns) sizes=($NETNS_HOSTS) tier=(--shm-gbps 0) ;;
     *) sizes=(3 4) tier=(--shm-gbps 0 --cores "$cores") ;;
   esac
   alpha=0
