@@ -77,13 +77,14 @@ PIDS=()
 cleanup() {
   local ns pid
   trap - EXIT INT TERM
-  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+  # Teardown reports nothing: the shell would otherwise announce each rank it killed.
+  exec 2>/dev/null
+  for pid in "${PIDS[@]}"; do kill -KILL "$pid"; done
   # Anything a rank left behind lives in one of this run's namespaces: kill it by namespace.
   for ns in "${CREATED[@]}"; do
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
   done
-  # Braced, so that the shell's own "Killed" notices go to /dev/null too.
-  { for pid in "${PIDS[@]}"; do wait "$pid"; done; } 2>/dev/null
+  for pid in "${PIDS[@]}"; do wait "$pid"; done
   for ns in "${CREATED[@]}"; do ip netns del "$ns" 2>/dev/null; done
   rm -rf "$WORK"
 }
