@@ -45,6 +45,7 @@ struct alignas(kLine) SlotFlags {
   uint64_t count;
   uint64_t seq;
   uint8_t coll, dtype, op, pad[5];
+  int32_t root;
   alignas(kLine) std::atomic<uint64_t> reduced;  // event number, after the owner's slice
 };
 static_assert(sizeof(SlotFlags) == 2 * kLine, "two lines");
@@ -129,6 +130,7 @@ void ShmDirectAllReduce::publishStaged(const CollArgs& a, const AlgoContext& ctx
   f->coll = static_cast<uint8_t>(a.coll);
   f->dtype = static_cast<uint8_t>(a.dtype);
   f->op = static_cast<uint8_t>(a.op);
+  f->root = a.root;
   f->staged.store(event + 1, std::memory_order_release);
 }
 
@@ -136,7 +138,7 @@ Status ShmDirectAllReduce::checkPeer(const CollArgs& a, const AlgoContext& ctx, 
                                      uint64_t event) {
   const SlotFlags* f = flags(j, event);
   if (f->count == a.count && f->dtype == a.dtype && f->op == a.op && f->seq == ctx.seq &&
-      f->coll == static_cast<uint8_t>(a.coll))
+      f->coll == static_cast<uint8_t>(a.coll) && f->root == a.root)
     return Status::ok();
   FrameTag mine = ctx.tagFor(a, 0, kShmDirectId), theirs = mine;
   theirs.count = f->count;
@@ -144,6 +146,7 @@ Status ShmDirectAllReduce::checkPeer(const CollArgs& a, const AlgoContext& ctx, 
   theirs.op = f->op;
   theirs.seq = f->seq;
   theirs.coll = f->coll;
+  theirs.root = f->root;
   return invalidUsage("ranks disagree: peer rank " + std::to_string(j) + " called " +
                       describeFrameTag(theirs) + " while this rank called " +
                       describeFrameTag(mine) +
