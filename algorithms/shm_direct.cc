@@ -6,6 +6,13 @@
 // slots and are sized to stay in cache. Small messages take the one-shot path instead: one
 // copy-in, one barrier, and every rank reduces the whole message from all staging buffers.
 //
+// The other collectives take the same road: ReduceScatter stages a chunk of every block and
+// each rank reduces its own block's chunk from all staging buffers straight into its output;
+// AllGather stages each rank's chunk and everyone copies all of them out; Broadcast stages the
+// root's chunk only; Reduce stages everyone's and the root reduces. Ranks with nothing to stage
+// still publish the flag: it tells the others they have finished reading the slot's previous
+// use.
+//
 // Synchronisation is through flags in shared memory, not messages: each slot starts with a
 // cache line the owner writes after filling the slot (an event number plus the op's count,
 // dtype and op, so ranks that disagree get an error rather than a wrong answer) and one it
@@ -38,6 +45,7 @@ struct alignas(kLine) SlotFlags {
   uint64_t count;
   uint64_t seq;
   uint8_t coll, dtype, op, pad[5];
+  int32_t root;
   alignas(kLine) std::atomic<uint64_t> reduced;  // event number, after the owner's slice
 };
 static_assert(sizeof(SlotFlags) == 2 * kLine, "two lines");
@@ -51,23 +59,44 @@ class ShmDirectAllReduce : public Algorithm {
   const char* name() const override { return "shm_direct"; }
   uint8_t id() const override { return kShmDirectId; }
   bool supports(Collective coll, MemoryKind kind) const override {
-    return coll == Collective::kAllReduce && kind == MemoryKind::kHost;
+    return coll != Collective::kBarrier && kind == MemoryKind::kHost;
   }
-  bool usable(const AlgoContext& ctx, const CollArgs&) const override {
+  bool usable(const AlgoContext& ctx, const CollArgs& a) const override {
     for (int p = 0; p < ctx.nranks; ++p) {
       if (p == ctx.rank) continue;
       Connection* c = ctx.conns[p];
       if (c == nullptr || c->peerBuffer() == nullptr || c->peerBufferBytes() < 2 * 4096)
         return false;
+      // ReduceScatter splits a slot into one region per block.
+      if (a.coll == Collective::kReduceScatter &&
+          (c->peerBufferBytes() / 2 - sizeof(SlotFlags)) / static_cast<size_t>(ctx.nranks) < kLine)
+        return false;
     }
     return true;
   }
   double costUs(const CollArgs& a, int n, const LinkModel& link) const override {
-    const size_t bytes = argBytes(a);
     // Usable only when every peer is on this host: then nothing moves through a network, and it
-    // beats the stream-based algorithms at every size (two flags and about three passes over
-    // the data per rank).
-    return 0.3 + static_cast<double>(bytes) * 3.0 / 20e3;
+    // beats the stream-based algorithms at every size: one or two flag waits and a few passes
+    // over the data per rank (at ~20 GB/s), counted per collective.
+    const double bytes = static_cast<double>(argBytes(a)), dn = n;
+    double passes = 3;  // AllReduce: copy in, reduce n slices of 1/n, copy out
+    switch (a.coll) {
+      case Collective::kReduceScatter:
+        passes = 2 * dn;
+        break;  // n blocks in, n reads of one
+      case Collective::kAllGather:
+        passes = dn + 1;
+        break;
+      case Collective::kBroadcast:
+        passes = 2;
+        break;
+      case Collective::kReduce:
+        passes = dn + 1;
+        break;
+      default:
+        break;
+    }
+    return 0.3 + bytes * passes / 20e3;
   }
   Status run(const CollArgs& a, AlgoContext& ctx) override;
 
@@ -82,6 +111,9 @@ class ShmDirectAllReduce : public Algorithm {
   Status checkPeer(const CollArgs& a, const AlgoContext& ctx, int j, uint64_t event);
   Status oneShot(const CollArgs& a, AlgoContext& ctx);
   Status chunked(const CollArgs& a, AlgoContext& ctx);
+  Status reduceScatter(const CollArgs& a, AlgoContext& ctx);
+  Status allGather(const CollArgs& a, AlgoContext& ctx);
+  Status rooted(const CollArgs& a, AlgoContext& ctx);  // Broadcast and Reduce
 
   size_t chunkBytes_;
   size_t oneShotBytes_;
@@ -98,19 +130,23 @@ void ShmDirectAllReduce::publishStaged(const CollArgs& a, const AlgoContext& ctx
   f->coll = static_cast<uint8_t>(a.coll);
   f->dtype = static_cast<uint8_t>(a.dtype);
   f->op = static_cast<uint8_t>(a.op);
+  f->root = a.root;
   f->staged.store(event + 1, std::memory_order_release);
 }
 
 Status ShmDirectAllReduce::checkPeer(const CollArgs& a, const AlgoContext& ctx, int j,
                                      uint64_t event) {
   const SlotFlags* f = flags(j, event);
-  if (f->count == a.count && f->dtype == a.dtype && f->op == a.op && f->seq == ctx.seq)
+  if (f->count == a.count && f->dtype == a.dtype && f->op == a.op && f->seq == ctx.seq &&
+      f->coll == static_cast<uint8_t>(a.coll) && f->root == a.root)
     return Status::ok();
   FrameTag mine = ctx.tagFor(a, 0, kShmDirectId), theirs = mine;
   theirs.count = f->count;
   theirs.dtype = f->dtype;
   theirs.op = f->op;
   theirs.seq = f->seq;
+  theirs.coll = f->coll;
+  theirs.root = f->root;
   return invalidUsage("ranks disagree: peer rank " + std::to_string(j) + " called " +
                       describeFrameTag(theirs) + " while this rank called " +
                       describeFrameTag(mine) +
@@ -129,8 +165,10 @@ Status ShmDirectAllReduce::waitAll(const CollArgs& a, AlgoContext& ctx, uint64_t
     for (unsigned spin = 0; flag.load(std::memory_order_acquire) < want; ++spin) {
       if ((spin & 255) != 255) {
         // With more ranks than cores the peer may need this very core: give it up at once.
-        if (ctx.oversubscribed) sched_yield();
-        else __builtin_ia32_pause();
+        if (ctx.oversubscribed)
+          sched_yield();
+        else
+          __builtin_ia32_pause();
         continue;
       }
       // Now and then: is the peer alive, did it abort, is time up? Then back off: yield to a
@@ -194,8 +232,95 @@ Status ShmDirectAllReduce::chunked(const CollArgs& a, AlgoContext& ctx) {
     COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, false));
     for (int j = 0; j < n; ++j) {
       const size_t jo = ring::blockOffset(ce, n, j) * esz, jc = ring::blockCount(ce, n, j);
-      if (streamOut) copyStreaming(out + off * esz + jo, data(j, e) + jo, jc * esz);
-      else memcpy(out + off * esz + jo, data(j, e) + jo, jc * esz);
+      if (streamOut)
+        copyStreaming(out + off * esz + jo, data(j, e) + jo, jc * esz);
+      else
+        memcpy(out + off * esz + jo, data(j, e) + jo, jc * esz);
+    }
+  }
+  return Status::ok();
+}
+
+Status ShmDirectAllReduce::reduceScatter(const CollArgs& a, AlgoContext& ctx) {
+  const int n = ctx.nranks, r = ctx.rank;
+  const size_t esz = dtypeSize(a.dtype), block = a.count * esz;
+  const size_t room = (slotBytes_ - sizeof(SlotFlags)) / static_cast<size_t>(n) / kLine * kLine;
+  const size_t step = std::max<size_t>(esz, std::min(chunkBytes_, room) / esz * esz);
+  const collieRedOp_t op = a.op == collieAvg ? collieSum : a.op;
+  const char* in = static_cast<const char*>(a.send);
+  char* out = static_cast<char*>(a.recv);
+  for (size_t off = 0; off < block; off += step) {
+    const size_t len = std::min(step, block - off), ce = len / esz;
+    const uint64_t e = events_++;
+    for (int b = 0; b < n; ++b)
+      memcpy(data(r, e) + static_cast<size_t>(b) * room, in + static_cast<size_t>(b) * block + off,
+             len);
+    publishStaged(a, ctx, e);
+    COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, true));
+    const size_t mine = static_cast<size_t>(r) * room;
+    reduce(out + off, data(0, e) + mine, data(1, e) + mine, ce, a.dtype, op);
+    for (int j = 2; j < n; ++j) reduce(out + off, out + off, data(j, e) + mine, ce, a.dtype, op);
+    if (a.op == collieAvg) scaleForAvg(out + off, ce, a.dtype, n);
+  }
+  return Status::ok();
+}
+
+Status ShmDirectAllReduce::allGather(const CollArgs& a, AlgoContext& ctx) {
+  const int n = ctx.nranks, r = ctx.rank;
+  const size_t esz = dtypeSize(a.dtype), block = a.count * esz;
+  const size_t room = slotBytes_ - sizeof(SlotFlags);
+  const size_t step = std::max<size_t>(esz, std::min(chunkBytes_, room) / esz * esz);
+  const char* in = static_cast<const char*>(a.send);
+  char* out = static_cast<char*>(a.recv);
+  const bool streamOut = block * static_cast<size_t>(n) >= streamBytes_;
+  for (size_t off = 0; off < block; off += step) {
+    const size_t len = std::min(step, block - off);
+    const uint64_t e = events_++;
+    memcpy(data(r, e), in + off, len);
+    publishStaged(a, ctx, e);
+    char* own = out + static_cast<size_t>(r) * block + off;
+    if (own != in + off) memcpy(own, in + off, len);
+    COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, true));
+    for (int j = 0; j < n; ++j) {
+      if (j == r) continue;
+      char* dst = out + static_cast<size_t>(j) * block + off;
+      if (streamOut)
+        copyStreaming(dst, data(j, e), len);
+      else
+        memcpy(dst, data(j, e), len);
+    }
+  }
+  return Status::ok();
+}
+
+Status ShmDirectAllReduce::rooted(const CollArgs& a, AlgoContext& ctx) {
+  const int n = ctx.nranks, r = ctx.rank, root = a.root;
+  const bool bcast = a.coll == Collective::kBroadcast;
+  const size_t esz = dtypeSize(a.dtype), bytes = a.count * esz;
+  const size_t room = slotBytes_ - sizeof(SlotFlags);
+  const size_t step = std::max<size_t>(esz, std::min(chunkBytes_, room) / esz * esz);
+  const collieRedOp_t op = a.op == collieAvg ? collieSum : a.op;
+  const char* in = static_cast<const char*>(a.send);
+  char* out = static_cast<char*>(a.recv);
+  for (size_t off = 0; off < bytes; off += step) {
+    const size_t len = std::min(step, bytes - off), ce = len / esz;
+    const uint64_t e = events_++;
+    // Broadcast stages the root's chunk, Reduce everyone's but the root's (it reads its own
+    // input in place).
+    if (bcast ? r == root : r != root) memcpy(data(r, e), in + off, len);
+    publishStaged(a, ctx, e);
+    if (bcast && r == root && out != in) memcpy(out + off, in + off, len);
+    COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, true));
+    if (bcast && r != root) memcpy(out + off, data(root, e), len);
+    if (!bcast && r == root) {
+      // The root's input first (in place it is the output), then the others in rank order.
+      const char* acc = in + off;
+      for (int j = 0; j < n; ++j) {
+        if (j == root) continue;
+        reduce(out + off, acc, data(j, e), ce, a.dtype, op);
+        acc = out + off;
+      }
+      if (a.op == collieAvg) scaleForAvg(out + off, ce, a.dtype, n);
     }
   }
   return Status::ok();
@@ -217,6 +342,17 @@ Status ShmDirectAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
     staging = ctx.conns[p]->peerBufferBytes();
   }
   slotBytes_ = (staging / 2) & ~size_t{kLine - 1};
+  switch (a.coll) {
+    case Collective::kReduceScatter:
+      return reduceScatter(a, ctx);
+    case Collective::kAllGather:
+      return allGather(a, ctx);
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      return rooted(a, ctx);
+    default:
+      break;
+  }
   const size_t bytes = a.count * esz;
   if (bytes <= std::min(oneShotBytes_, slotBytes_ - sizeof(SlotFlags))) return oneShot(a, ctx);
   return chunked(a, ctx);
@@ -224,6 +360,8 @@ Status ShmDirectAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> makeShmDirectAlgorithm() { return std::make_unique<ShmDirectAllReduce>(); }
+std::unique_ptr<Algorithm> makeShmDirectAlgorithm() {
+  return std::make_unique<ShmDirectAllReduce>();
+}
 
 }  // namespace collie

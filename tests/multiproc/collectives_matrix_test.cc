@@ -275,6 +275,8 @@ INSTANTIATE_TEST_SUITE_P(
                       CollCase{"shm_n5", 5, "shm", 1, ""}, CollCase{"tcp_n8", 8, "tcp", 1, ""},
                       CollCase{"mixed_2x2", 4, "", 2, ""},
                       CollCase{"shm_ring_n3", 3, "shm", 1, "ring"},
+                      CollCase{"shm_direct_n2", 2, "shm", 1, "shm_direct"},
+                      CollCase{"shm_direct_n3", 3, "shm", 1, "shm_direct"},
                       CollCase{"tcp_ring_n5", 5, "tcp", 1, "ring"}),
     [](const ::testing::TestParamInfo<CollCase>& i) { return std::string(i.param.name); });
 

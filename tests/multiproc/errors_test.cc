@@ -1,7 +1,6 @@
 // Bad input and misuse: every case gets its documented code and a message, never a crash or a
 // hang. Ranks that disagree on count or dtype get an error on every rank.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdint>
@@ -76,8 +75,7 @@ TEST_F(ErrorsTest, DestroyedAndNullCommunicatorsAreRejected) {
   ASSERT_NE(c, nullptr);
   ASSERT_EQ(collieCommDestroy(c), collieSuccess);
   float buf[1] = {1};
-  EXPECT_EQ(collieAllReduce(buf, buf, 1, collieFloat32, collieSum, c, nullptr),
-            collieInvalidUsage);
+  EXPECT_EQ(collieAllReduce(buf, buf, 1, collieFloat32, collieSum, c, nullptr), collieInvalidUsage);
   EXPECT_NE(std::string(collieGetLastError(nullptr)).find("not a live communicator"),
             std::string::npos);
   EXPECT_EQ(collieCommDestroy(c), collieInvalidUsage);
@@ -168,6 +166,41 @@ void disagree(int n, int oddRank, bool byDtype) {
 }
 
 TEST_F(ErrorsTest, RanksDisagreeOnCount2) { disagree(2, 1, false); }
+
+// One rank calls another collective, or names another root, over each transport: an error on
+// every rank, never a wrong answer.
+void disagreeOnCall(int n, const char* transport, bool byRoot) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "20000"}, {"COLLIE_TRANSPORT", transport}};
+  auto out = runWorld(n, opt, [=](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    std::vector<float> buf(4096 * n, 1.0f), all(4096 * n);
+    collieResult_t r;
+    if (byRoot)
+      r = collieBroadcast(buf.data(), buf.data(), 4096, collieFloat32, rank == 1 ? 1 : 0, c,
+                          nullptr);
+    else if (rank == 1)
+      r = collieAllGather(buf.data(), all.data(), 4096, collieFloat32, c, nullptr);
+    else
+      r = collieBroadcast(buf.data(), buf.data(), 4096, collieFloat32, 0, c, nullptr);
+    // A rank that only sends (a broadcast root) may finish before a peer sees the mismatch;
+    // then its next call fails.
+    if (r == collieSuccess) r = collieBarrier(c);
+    std::string msg = collieGetLastError(c);
+    if (r == collieSuccess)
+      rep.fail("the call and the next succeeded although ranks disagree");
+    else if (msg.find("disagree") == std::string::npos && msg.find("aborted") == std::string::npos)
+      rep.fail("message names neither the disagreement nor the peer that saw it: " + msg);
+    collieCommAbort(c);
+  });
+  expectAllPassed(out);
+}
+
+TEST_F(ErrorsTest, RanksDisagreeOnTheCollectiveOverTcp) { disagreeOnCall(3, "tcp", false); }
+TEST_F(ErrorsTest, RanksDisagreeOnTheCollectiveOverShm) { disagreeOnCall(3, "shm", false); }
+TEST_F(ErrorsTest, RanksDisagreeOnTheRootOverTcp) { disagreeOnCall(3, "tcp", true); }
+TEST_F(ErrorsTest, RanksDisagreeOnTheRootOverShm) { disagreeOnCall(3, "shm", true); }
 TEST_F(ErrorsTest, RanksDisagreeOnCount3) { disagree(3, 2, false); }
 TEST_F(ErrorsTest, RanksDisagreeOnDtype4) { disagree(4, 0, true); }
 
@@ -180,7 +213,8 @@ TEST_F(ErrorsTest, DisagreeingWorldSizeIsInvalidUsage) {
     collieResult_t r = collieCommInitFromEnv(&c);
     std::string msg = collieGetLastError(nullptr);
     if (r == collieSuccess) return rep.fail("init succeeded with different world sizes");
-    if (rank == 0 && (r != collieInvalidUsage || msg.find("agree on the size") == std::string::npos))
+    if (rank == 0 &&
+        (r != collieInvalidUsage || msg.find("agree on the size") == std::string::npos))
       rep.fail("rank 0: " + std::to_string(r) + " " + msg);
   });
   expectAllPassed(out);

@@ -3,12 +3,11 @@
 // build has UCX) a UCX that cannot initialise.
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdio>
@@ -31,8 +30,46 @@ constexpr int kTimeoutMs = 3000;
 
 // The victim kills itself from a second thread while its main thread is inside large
 // AllReduces; every survivor must fail within the deadline + 2 s naming the victim.
+enum class Op { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce };
+
+collieResult_t runOp(Op op, std::vector<float>& buf, std::vector<float>& big, int n,
+                     collieComm_t c) {
+  const size_t count = buf.size() / static_cast<size_t>(n);
+  switch (op) {
+    case Op::kAllGather:
+      return collieAllGather(buf.data(), big.data(), count, collieFloat32, c, nullptr);
+    case Op::kReduceScatter:
+      return collieReduceScatter(buf.data(), big.data(), count, collieFloat32, collieSum, c,
+                                 nullptr);
+    case Op::kBroadcast:
+      return collieBroadcast(buf.data(), buf.data(), buf.size(), collieFloat32, 0, c, nullptr);
+    case Op::kReduce:
+      return collieReduce(buf.data(), big.data(), buf.size(), collieFloat32, collieMax, 0, c,
+                          nullptr);
+    default:
+      return collieAllReduce(buf.data(), buf.data(), buf.size(), collieFloat32, collieMax, c,
+                             nullptr);
+  }
+}
+
+const char* opWord(Op op) {
+  switch (op) {
+    case Op::kAllGather:
+      return "allgather";
+    case Op::kReduceScatter:
+      return "reducescatter";
+    case Op::kBroadcast:
+      return "broadcast";
+    case Op::kReduce:
+      return "reduce";
+    default:
+      return "allreduce";
+  }
+}
+
 void killMidOp(int n, int victim, const char* transport = "",
-               const std::vector<std::pair<std::string, std::string>>& env = {}) {
+               const std::vector<std::pair<std::string, std::string>>& env = {},
+               Op which = Op::kAllReduce) {
   WorldOptions opt;
   opt.env = {{"COLLIE_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"COLLIE_TRANSPORT", transport}};
   opt.env.insert(opt.env.end(), env.begin(), env.end());
@@ -40,6 +77,8 @@ void killMidOp(int n, int victim, const char* transport = "",
     collieComm_t c = nullptr;
     if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
     std::vector<float> buf(16 << 20, 1.0f);  // 64 MiB: each op takes a while over TCP
+    std::vector<float> big(which == Op::kAllGather ? buf.size() * static_cast<size_t>(n)
+                                                   : buf.size());
     if (rank == victim) {
       std::thread([] {
         std::this_thread::sleep_for(std::chrono::milliseconds(150));
@@ -48,8 +87,7 @@ void killMidOp(int n, int victim, const char* transport = "",
     }
     for (int iter = 0; iter < 1000; ++iter) {
       uint64_t t0 = nowNs();
-      collieResult_t r = collieAllReduce(buf.data(), buf.data(), buf.size(), collieFloat32,
-                                         collieMax, c, nullptr);
+      collieResult_t r = runOp(which, buf, big, n, c);
       double ms = (nowNs() - t0) / 1e6;
       if (r == collieSuccess) continue;
       std::string msg = collieGetLastError(c);
@@ -57,7 +95,8 @@ void killMidOp(int n, int victim, const char* transport = "",
       if (msg.find(dead) == std::string::npos) rep.fail("error does not name " + dead + ": " + msg);
       if (msg.find("on rank " + std::to_string(rank)) == std::string::npos)
         rep.fail("error does not name the local rank: " + msg);
-      if (msg.find("allreduce") == std::string::npos) rep.fail("error does not name the op: " + msg);
+      if (msg.find(opWord(which)) == std::string::npos)
+        rep.fail("error does not name the op: " + msg);
       if (ms > kTimeoutMs + 2000) rep.fail("failed after " + std::to_string(ms) + " ms");
       rep.note("failed after " + std::to_string(ms) + " ms: " + msg);
       collieCommAbort(c);
@@ -77,6 +116,10 @@ void killMidOp(int n, int victim, const char* transport = "",
 }
 
 TEST(Faults, SigkillOneOfTwoRanksMidAllReduce) { killMidOp(2, 1); }
+TEST(Faults, SigkillMidAllGatherOverShm) { killMidOp(3, 1, "shm", {}, Op::kAllGather); }
+TEST(Faults, SigkillMidReduceScatterOverTcp) { killMidOp(3, 2, "tcp", {}, Op::kReduceScatter); }
+TEST(Faults, SigkillOfTheBroadcastRootOverTcp) { killMidOp(3, 0, "tcp", {}, Op::kBroadcast); }
+TEST(Faults, SigkillMidReduceOverShm) { killMidOp(4, 3, "shm", {}, Op::kReduce); }
 TEST(Faults, SigkillOneOfFourRanksMidAllReduce) { killMidOp(4, 2); }
 TEST(Faults, SigkillRankZeroOfFour) { killMidOp(4, 0); }
 TEST(Faults, SigkillOneOfTwoRanksOverTcp) { killMidOp(2, 0, "tcp"); }
@@ -251,8 +294,10 @@ TEST(Faults, StrangersAreDroppedWhileFourRanksAllReduce) {
   while (waitpid(world, &status, WNOHANG) == 0 && !until.expired()) {
     std::vector<int> all;  // the world process and its ranks
     all.push_back(world);
-    if (FILE* f = fopen(("/proc/" + std::to_string(world) + "/task/" + std::to_string(world) +
-                         "/children").c_str(), "r")) {
+    if (FILE* f = fopen(
+            ("/proc/" + std::to_string(world) + "/task/" + std::to_string(world) + "/children")
+                .c_str(),
+            "r")) {
       int p;
       while (fscanf(f, "%d", &p) == 1) all.push_back(p);
       fclose(f);
