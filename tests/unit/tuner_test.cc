@@ -63,6 +63,41 @@ TEST(Tuner, SmallMessagesGoToFewRoundsLargeOnesToTheRing) {
   EXPECT_STRNE(large->name(), "recursive_doubling");  // whole-buffer exchanges lose
 }
 
+// A peer reached through shared memory, as far as the tuner looks.
+class MappedPeer : public Connection {
+ public:
+  int peer() const override { return 1; }
+  Status isend(const void*, size_t, const FrameTag&, Request*) override { return Status::ok(); }
+  Status irecv(void*, size_t, const FrameTag&, Request*) override { return Status::ok(); }
+  Status progress(bool*) override { return Status::ok(); }
+  void appendPollFds(std::vector<struct pollfd>*) const override {}
+  void sendAbort(const std::string&) override {}
+  void* peerBuffer() override { return buf_; }
+  void* localBuffer() override { return buf_; }
+  size_t peerBufferBytes() const override { return sizeof(buf_); }
+  bool hasPending() const override { return false; }
+
+ private:
+  char buf_[1 << 16];
+};
+
+TEST(Tuner, OneHostOverSharedMemoryTakesShmDirectAtEverySize) {
+  auto algos = buildAlgorithms();
+  MappedPeer peer;
+  Connection* conns[2] = {nullptr, &peer};
+  AlgoContext ctx;
+  ctx.conns = conns;
+  ctx.nranks = 2;
+  ctx.link = linkModelFor(TransportLinks(), false, false);
+  for (size_t count : {size_t{2}, size_t{1} << 18, size_t{1} << 24, size_t{1} << 26}) {
+    for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kBroadcast}) {
+      Algorithm* got = nullptr;
+      ASSERT_TRUE(pickAlgorithm(algos, nullptr, call(c, count), ctx, &got).isOk());
+      EXPECT_STREQ(got->name(), "shm_direct") << collectiveName(c) << " count " << count;
+    }
+  }
+}
+
 TEST(Tuner, ForcedAlgorithmWinsOrFailsClearlyButNotForBarriers) {
   auto algos = buildAlgorithms();
   Algorithm* ring = nullptr;
