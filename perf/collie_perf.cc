@@ -7,6 +7,7 @@
 // stand in for barriers.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "perf/perf_data.h"
 #include "perf/perf_options.h"
 #include "perf/perf_report.h"
+#include "perf/perf_results.h"
 
 namespace collie::perf {
 namespace {
@@ -86,6 +88,12 @@ class Bench {
     if (why.empty() && rank_ == 0 && !o_.csvPath.empty() && !csv_.open(o_.csvPath)) {
       why = "cannot write CSV file " + o_.csvPath + ": " + strerror(errno);
     }
+    if (why.empty() && rank_ == 0 && !o_.jsonPath.empty()) {
+      // Opened now (and rewritten at the end) so that a bad path fails before any timing.
+      FILE* f = fopen(o_.jsonPath.c_str(), "w");
+      if (!f) why = "cannot write JSON file " + o_.jsonPath + ": " + strerror(errno);
+      if (f) fclose(f);
+    }
     if (!why.empty()) fprintf(stderr, "collie-perf: rank %d: %s\n", rank_, why.c_str());
     return reduceInt(why.empty() ? 0 : 1, collieMax) == 0;
   }
@@ -110,9 +118,11 @@ class Bench {
     return ranks;
   }
 
-  // All sizes for one datatype and op: warm-up first, then one row per size.
-  void runTest(collieDataType_t dtype, collieRedOp_t op) {
+  // All sizes for one datatype and op: warm-up first, then one measurement per size. Rows are
+  // printed as they finish on a single sweep; repeated sweeps print medians at the end.
+  void runTest(collieDataType_t dtype, collieRedOp_t op, int sweep) {
     const TypeInfo& type = typeInfo(dtype);
+    sweep_ = sweep;
     barrier();
     // Warm every size the run will touch (doubling, as nccl-tests does) before timing any.
     for (size_t size = o_.minBytes;;) {
@@ -123,16 +133,49 @@ class Bench {
     }
     for (size_t size = o_.minBytes;;) {
       size_t count = size / type.size;
+      bool print = rank_ == 0 && o_.repeat == 1;
       // -1 in the root column: all_reduce has no root (nccl-tests prints the same).
-      if (rank_ == 0) printRowPreamble(stdout, count * type.size, count, type.name, opName(op), -1);
+      if (print) printRowPreamble(stdout, count * type.size, count, type.name, opName(op), -1);
       benchOne(count, dtype, op, false);
       benchOne(count, dtype, op, true);
-      if (rank_ == 0) printRowEnd(stdout);
+      if (print) printRowEnd(stdout);
       size_t next = nextSize(size);
       if (next <= size || next > o_.maxBytes) break;
       size = next;
     }
   }
+
+  // After the last sweep of a repeated run: one row per size with the median times, then
+  // the min/median summary, the CSV rows and (always) the JSON file.
+  void finish() {
+    if (rank_ != 0) return;
+    if (o_.repeat > 1) {
+      for (size_t i = 0; i + 1 < results_.size(); i += 2) {
+        const Result& r = results_[i];
+        printRowPreamble(stdout, r.bytes, r.count, r.type.c_str(), r.op.c_str(), -1);
+        for (const Result* p : {&results_[i], &results_[i + 1]}) {
+          double us = p->medianUs();
+          printRowBody(stdout, us, bandwidthGBs(p->bytes, us, 1.0),
+                       bandwidthGBs(p->bytes, us, busFactor()), p->checked, p->wrong);
+          csv_.writeRow(p->bytes, p->count, p->type.c_str(), p->op.c_str(), p->inPlace, us,
+                        bandwidthGBs(p->bytes, us, 1.0), bandwidthGBs(p->bytes, us, busFactor()),
+                        p->checked, p->wrong);
+        }
+        printRowEnd(stdout);
+      }
+      printRepeatSummary(stdout, o_.repeat, busFactor(), results_);
+    }
+    if (!o_.jsonPath.empty()) {
+      RunInfo info{o_.collective, nranks_, o_.algo, o_.transport, o_.repeat, busFactor()};
+      if (!writeJson(o_.jsonPath, info, results_)) {
+        fprintf(stderr, "collie-perf: cannot write JSON file %s: %s\n", o_.jsonPath.c_str(),
+                strerror(errno));
+        jsonFailed_ = true;
+      }
+    }
+  }
+
+  bool jsonFailed() const { return jsonFailed_; }
 
   int totalErrors() { return static_cast<int>(reduceInt(localErrors_, collieSum)); }
   double avgBusBw() const { return bwCount_ ? bwSum_ / bwCount_ : 0.0; }
@@ -222,6 +265,9 @@ class Bench {
     return wrong;
   }
 
+  // Each rank sends and receives 2(n-1)/n of the data in a bandwidth-optimal all-reduce.
+  double busFactor() const { return 2.0 * (nranks_ - 1) / nranks_; }
+
   void benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace) {
     const TypeInfo& type = typeInfo(dtype);
     // Timed on checkable data too, so that the inputs are realistic numbers, not zeros.
@@ -230,19 +276,51 @@ class Bench {
     double sec = timeIterations(count, dtype, op, inPlace);
     double bytes = static_cast<double>(count * type.size);
     double algBw = sec > 0 ? bytes / 1.0e9 / sec : 0.0;
-    // Each rank sends and receives 2(n-1)/n of the data in a bandwidth-optimal all-reduce.
-    double busBw = algBw * (2.0 * (nranks_ - 1) / nranks_);
+    double busBw = algBw * busFactor();
     barrier();
     int64_t wrong = checkResults(count, dtype, op, inPlace);
-    if (rank_ == 0) {
+    Result& r = record(count, type, op, inPlace);
+    r.timesUs.push_back(sec * 1.0e6);
+    r.wrong = std::max(r.wrong, wrong);
+    if (rank_ == 0 && o_.repeat == 1) {
       printRowBody(stdout, sec * 1.0e6, algBw, busBw, o_.check > 0, wrong);
       csv_.writeRow(count * type.size, count, type.name, opName(op), inPlace, sec * 1.0e6, algBw,
                     busBw, o_.check > 0, wrong);
+    }
+    if (rank_ == 0 && progress_) {
+      fprintf(stderr, "collie-perf: sweep %d/%d %zu B %s %s %s: %.2f us, busbw %.3f GB/s%s\n",
+              sweep_ + 1, o_.repeat, count * type.size, type.name, opName(op),
+              inPlace ? "in-place" : "out-of-place", sec * 1.0e6, busBw, wrong ? ", WRONG" : "");
     }
     bwSum_ += busBw;
     ++bwCount_;
   }
 
+  // The result slot of this measurement: results are appended in sweep order on the first
+  // sweep and revisited in the same order on the next ones.
+  Result& record(size_t count, const TypeInfo& type, collieRedOp_t op, bool inPlace) {
+    if (sweep_ == 0) {
+      Result r;
+      r.bytes = count * type.size;
+      r.count = count;
+      r.type = type.name;
+      r.op = opName(op);
+      r.inPlace = inPlace;
+      r.checked = o_.check > 0;
+      results_.push_back(r);
+      return results_.back();
+    }
+    if (sweep_ != lastSweep_) {
+      lastSweep_ = sweep_;
+      cursor_ = 0;
+    }
+    return results_[cursor_++];
+  }
+
+ public:
+  void setProgress(bool on) { progress_ = on; }
+
+ private:
   const Options& o_;
   collieComm_t comm_;
   int rank_;
@@ -255,9 +333,29 @@ class Bench {
   int64_t localErrors_ = 0;  // checks in which this rank saw a wrong element
   double bwSum_ = 0;
   int bwCount_ = 0;
+  std::vector<Result> results_;  // sweep order; every sweep measures the same list
+  int sweep_ = 0;
+  int lastSweep_ = 0;
+  size_t cursor_ = 0;
+  bool progress_ = false;
+  bool jsonFailed_ = false;
 };
 
+// Progress goes to stderr when nobody watches stdout scroll: a pipe, a file, or a run that
+// writes its results to files.
+bool wantProgress(const Options& o) {
+  if (o.progress >= 0) return o.progress == 1;
+  return !isatty(STDOUT_FILENO) || !o.csvPath.empty() || !o.jsonPath.empty();
+}
+
+// --algo and --transport act through the environment the library reads at init.
+void applyEnvironment(const Options& o) {
+  if (!o.algo.empty()) setenv("COLLIE_ALGO", o.algo.c_str(), 1);
+  if (!o.transport.empty()) setenv("COLLIE_TRANSPORT", o.transport.c_str(), 1);
+}
+
 int run(const Options& o) {
+  applyEnvironment(o);
   collieComm_t comm = nullptr;
   collieResult_t result = collieCommInitFromEnv(&comm);
   if (result != collieSuccess) failLibrary(result, nullptr, rankFromEnv());
@@ -269,6 +367,7 @@ int run(const Options& o) {
   }
 
   Bench bench(o, comm, rank, nranks);
+  bench.setProgress(wantProgress(o));
   if (!bench.setUp()) {
     collieCommDestroy(comm);
     return 1;
@@ -278,19 +377,22 @@ int run(const Options& o) {
     printRunHeader(stdout, o, version, ranks);
     printTableHeader(stdout);
   }
-  for (int t = 0; t < kNumTypes; ++t) {
-    if (o.datatype != kAll && o.datatype != t) continue;
-    for (int op = 0; op < kNumOps; ++op) {
-      if (o.op != kAll && o.op != op) continue;
-      bench.runTest(static_cast<collieDataType_t>(t), static_cast<collieRedOp_t>(op));
+  for (int sweep = 0; sweep < o.repeat; ++sweep) {
+    for (int t = 0; t < kNumTypes; ++t) {
+      if (o.datatype != kAll && o.datatype != t) continue;
+      for (int op = 0; op < kNumOps; ++op) {
+        if (o.op != kAll && o.op != op) continue;
+        bench.runTest(static_cast<collieDataType_t>(t), static_cast<collieRedOp_t>(op), sweep);
+      }
     }
   }
+  bench.finish();
   int errors = bench.totalErrors();
   if (rank == 0) printFooter(stdout, o, errors, bench.avgBusBw());
   if ((result = collieCommDestroy(comm)) != collieSuccess) {
     failLibrary(result, nullptr, std::to_string(rank));
   }
-  return errors ? 1 : 0;
+  return errors || bench.jsonFailed() ? 1 : 0;
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 namespace collie::perf {
 namespace {
 
-enum LongOnly { kCsv = 1000 };
+enum LongOnly { kCsv = 1000, kJson, kAlgo, kTransport, kProgress };
 
 const option kLongOptions[] = {
     {"minbytes", required_argument, nullptr, 'b'},
@@ -35,13 +35,18 @@ const option kLongOptions[] = {
     {"nthreads", required_argument, nullptr, 't'},
     {"ngpus", required_argument, nullptr, 'g'},
     {"csv", required_argument, nullptr, kCsv},
+    {"json", required_argument, nullptr, kJson},
+    {"algo", required_argument, nullptr, kAlgo},
+    {"transport", required_argument, nullptr, kTransport},
+    {"repeat", required_argument, nullptr, 'R'},
+    {"progress", required_argument, nullptr, kProgress},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
 
 // '+': stop at the first non-option, so a stray word is reported instead of skipped.
 // ':': report a missing value as ':' rather than printing getopt's own message.
-const char kShortOptions[] = "+:b:e:i:f:n:w:c:d:o:z:r:a:t:g:h";
+const char kShortOptions[] = "+:b:e:i:f:n:w:c:d:o:z:r:a:t:g:R:h";
 
 // Sizes take an optional K, M or G suffix (binary units, as nccl-tests) and an optional B.
 bool parseSize(const char* text, size_t* out) {
@@ -84,6 +89,31 @@ bool parseInt(const char* text, long lo, long hi, long* out) {
   if (end == text || *end != '\0' || errno != 0 || value < lo || value > hi) return false;
   *out = value;
   return true;
+}
+
+// The flags that take a word: a file name, an algorithm or a transport list.
+bool stringFlag(int flag, const char* arg, Options* o, std::string* error) {
+  struct Slot {
+    int flag;
+    const char* name;
+    std::string Options::*field;
+  };
+  static const Slot kSlots[] = {
+      {kCsv, "--csv needs a file name", &Options::csvPath},
+      {kJson, "--json needs a file name", &Options::jsonPath},
+      {kAlgo, "--algo needs an algorithm name", &Options::algo},
+      {kTransport, "--transport needs a transport list", &Options::transport}};
+  for (const Slot& s : kSlots) {
+    if (s.flag != flag) continue;
+    if (*arg == '\0') {
+      *error = s.name;
+      return false;
+    }
+    o->*s.field = arg;
+    return true;
+  }
+  *error = "unhandled option";
+  return false;
 }
 
 // Applies one flag; false with *error set when its value is bad.
@@ -154,12 +184,14 @@ bool applyFlag(int flag, const char* arg, Options* o, std::string* error) {
       *error = std::string("invalid op '") + arg + "' (sum, prod, max, min, avg, all)";
       return false;
     case kCsv:
-      if (*arg == '\0') {
-        *error = "--csv needs a file name";
-        return false;
-      }
-      o->csvPath = arg;
-      return true;
+    case kJson:
+    case kAlgo:
+    case kTransport:
+      return stringFlag(flag, arg, o, error);
+    case 'R':
+      return intFlag("repeat", 1, 1000, &o->repeat);
+    case kProgress:
+      return intFlag("progress", 0, 1, &o->progress);
     default:
       *error = "unhandled option";
       return false;
@@ -240,6 +272,14 @@ void printUsage(FILE* out) {
           "(default 3)\n"
           "\t[-t,--nthreads 1] [-g,--ngpus 1] (one rank per process)\n"
           "\t[--csv <file> also write one row per size and placement to file (rank 0)]\n"
+          "\t[--json <file> also write every result, with min and median over -R, as JSON]\n"
+          "\t[--algo <name|auto>] the AllReduce algorithm (sets COLLIE_ALGO; -a stays --average)\n"
+          "\t[--transport <list>] e.g. shm, tcp, ucx, tcp,shm (sets COLLIE_TRANSPORT; -t stays "
+          "--nthreads)\n"
+          "\t[-R,--repeat <n>] run the whole sweep n times; the table shows the median per size "
+          "and a min/median summary follows (default 1)\n"
+          "\t[--progress <0/1>] a line per size on stderr (default: on when stdout is not a "
+          "terminal or a --csv/--json file is written)\n"
           "\t[-h,--help]\n"
           "Sizes take K, M or G suffixes (binary units). Start ranks with collie-run -n N, or "
           "mpirun / srun.\n");

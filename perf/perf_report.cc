@@ -78,6 +78,21 @@ void printRowBody(FILE* out, double timeUs, double algBw, double busBw, bool che
 
 void printRowEnd(FILE* out) { fprintf(out, "\n"); }
 
+void printRepeatSummary(FILE* out, int sweeps, double busFactor,
+                        const std::vector<Result>& results) {
+  fprintf(out, "#\n# Over %d sweeps (the table above shows medians):\n", sweeps);
+  fprintf(out, "# %10s  %8s  %6s  %12s  %9s  %9s  %9s  %9s\n", "size", "type", "redop", "placement",
+          "min(us)", "med(us)", "busbw@min", "busbw@med");
+  for (const Result& r : results) {
+    double lo = r.minUs(), med = r.medianUs();
+    fprintf(out, "# %10zu  %8s  %6s  %12s  %9s  %9s  %9s  %9s\n", r.bytes, r.type.c_str(),
+            r.op.c_str(), r.inPlace ? "in-place" : "out-of-place", formatNumber(lo, 9).c_str(),
+            formatNumber(med, 9).c_str(),
+            formatNumber(bandwidthGBs(r.bytes, lo, busFactor), 9).c_str(),
+            formatNumber(bandwidthGBs(r.bytes, med, busFactor), 9).c_str());
+  }
+}
+
 void printFooter(FILE* out, const Options& o, int errors, double avgBusBw) {
   fprintf(out, "# %-20s : %d %s\n", "Out of bounds values", errors, errors ? "FAILED" : "OK");
   fprintf(out, "# %-20s : %g \n", "Avg bus bandwidth", avgBusBw);

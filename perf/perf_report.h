@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "perf/perf_options.h"
+#include "perf/perf_results.h"
 
 namespace collie::perf {
 
@@ -33,6 +34,11 @@ void printRowPreamble(FILE* out, size_t bytes, size_t count, const char* type, c
 void printRowBody(FILE* out, double timeUs, double algBw, double busBw, bool checked,
                   int64_t wrong);
 void printRowEnd(FILE* out);
+
+// After a repeated run: per size and placement, the min and median time over the sweeps and
+// the bus bandwidth of each, as comment lines so that table parsers skip them.
+void printRepeatSummary(FILE* out, int sweeps, double busFactor,
+                        const std::vector<Result>& results);
 
 void printFooter(FILE* out, const Options& options, int errors, double avgBusBw);
 

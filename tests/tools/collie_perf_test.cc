@@ -191,5 +191,127 @@ TEST(ColliePerf, BadFlagsExitTwo) {
   EXPECT_NE(launched.exitCode, 0) << launched.out;
 }
 
+// A file name in the test temp dir, unique per process and use.
+std::string tempPath(const std::string& what) {
+  return testing::TempDir() + "collie_perf_" + what + "_" + std::to_string(getpid());
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t countOf(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(ColliePerf, TransportFlagPicksTheTransport) {
+  // The library's own INFO line names the transport of each peer, independently of the tool.
+  for (const char* transport : {"tcp", "shm"}) {
+    std::string log = tempPath(std::string("log_") + transport);
+    Outcome run = runCommand("env COLLIE_DEBUG=INFO " + kRun + " -n 2 " + kPerf +
+                             " -b 1K -e 4K -f 4 -n 2 --transport " + transport + " 2>" + log);
+    std::string err = readFile(log);
+    ASSERT_EQ(run.exitCode, 0) << run.out << err;
+    EXPECT_TRUE(contains(err, std::string("via ") + transport)) << err;
+    for (const Row& r : parseRows(run.out)) EXPECT_EQ(r.wrong[0], "0") << transport;
+    unlink(log.c_str());
+  }
+  Outcome bad = runPerf(2, "-b 8 -e 8 --transport carrier-pigeon 2>&1");
+  EXPECT_NE(bad.exitCode, 0) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "COLLIE_TRANSPORT=carrier-pigeon")) << bad.out;
+}
+
+TEST(ColliePerf, AlgoFlagForcesTheAlgorithm) {
+  for (const char* algo : {"ring", "recursive_doubling", "auto"}) {
+    Outcome run = runPerf(2, std::string("-b 4 -e 1M -f 16 -n 2 --algo ") + algo);
+    ASSERT_EQ(run.exitCode, 0) << algo << ": " << run.out;
+    std::vector<Row> rows = parseRows(run.out);
+    EXPECT_EQ(rows.size(), 5u) << run.out;  // 4, 64, 1K, 16K, 256K
+    for (const Row& r : rows) EXPECT_EQ(r.wrong[1], "0") << algo << " " << r.bytes;
+  }
+  // An unknown name reaches the library, which says which algorithms it has.
+  Outcome bad = runPerf(2, "-b 8 -e 8 --algo bubble 2>&1");
+  EXPECT_NE(bad.exitCode, 0) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "COLLIE_ALGO=bubble")) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "ring")) << bad.out;
+  // -a keeps its nccl-tests meaning (how rank times combine): a name is not a valid value.
+  EXPECT_EQ(runCommand(kPerf + " -a ring 2>&1").exitCode, 2);
+}
+
+TEST(ColliePerf, JsonHasEveryResult) {
+  std::string path = tempPath("json") + ".json";
+  Outcome run = runPerf(2, "-b 8 -e 32 -f 2 -n 2 -d int32 --json " + path);
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  std::string json = readFile(path);
+  EXPECT_TRUE(contains(json, "\"collective\": \"all_reduce\"")) << json;
+  EXPECT_TRUE(contains(json, "\"nranks\": 2")) << json;
+  // 3 sizes x 2 placements, each checked clean.
+  EXPECT_EQ(countOf(json, "\"bytes\": "), 6u) << json;
+  EXPECT_EQ(countOf(json, "\"wrong\": 0}"), 6u) << json;
+  EXPECT_TRUE(contains(json, "{\"bytes\": 8, \"count\": 2, \"type\": \"int32\"")) << json;
+  EXPECT_TRUE(contains(json, "{\"bytes\": 32, \"count\": 8, \"type\": \"int32\"")) << json;
+  // The file is valid JSON if Python's parser accepts it (skipped where python3 is missing).
+  if (runCommand("command -v python3 >/dev/null").exitCode == 0) {
+    Outcome parsed = runCommand(
+        "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+        "print(len(d[\"results\"]))' " +
+        path);
+    EXPECT_EQ(parsed.exitCode, 0) << json;
+    EXPECT_EQ(parsed.out, "6\n") << json;
+  }
+  unlink(path.c_str());
+  Outcome bad = runPerf(2, "-b 8 -e 8 --json /no/such/dir/x.json 2>&1");
+  EXPECT_NE(bad.exitCode, 0) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "cannot write JSON file")) << bad.out;
+}
+
+TEST(ColliePerf, RepeatPrintsMediansAndSummary) {
+  std::string path = tempPath("repeat") + ".json";
+  Outcome run = runPerf(2, "-b 1K -e 16K -f 4 -n 2 -R 3 --json " + path);
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  std::vector<Row> rows = parseRows(run.out);
+  ASSERT_EQ(rows.size(), 3u) << run.out;  // one row per size, not one per sweep
+  EXPECT_EQ(rows[0].bytes, 1024u);
+  EXPECT_EQ(rows[2].bytes, 16384u);
+  EXPECT_TRUE(contains(run.out, "# Over 3 sweeps")) << run.out;
+  EXPECT_EQ(countOf(run.out, "out-of-place"), 3u + 1u) << run.out;  // summary + table header
+  std::string json = readFile(path);
+  EXPECT_TRUE(contains(json, "\"repeat\": 3")) << json;
+  // Every result holds three sweep times; min <= median follows from them.
+  if (runCommand("command -v python3 >/dev/null").exitCode == 0) {
+    Outcome parsed = runCommand(
+        "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d[\"results\"]; "
+        "print(all(len(x[\"times_us\"])==3 and x[\"time_us_min\"]==min(x[\"times_us\"]) and "
+        "x[\"time_us\"]==sorted(x[\"times_us\"])[1] for x in r), len(r))' " +
+        path);
+    EXPECT_EQ(parsed.out, "True 6\n") << json;
+  }
+  unlink(path.c_str());
+  EXPECT_EQ(runCommand(kPerf + " -R 0 2>&1").exitCode, 2);
+}
+
+TEST(ColliePerf, ProgressGoesToStderr) {
+  std::string log = tempPath("progress");
+  Outcome run = runPerf(2, "-b 8 -e 64 -f 8 -n 2 -R 2 --progress 1 2>" + log);
+  std::string err = readFile(log);
+  ASSERT_EQ(run.exitCode, 0) << run.out << err;
+  // 2 sizes x 2 placements x 2 sweeps, and none of it on stdout.
+  EXPECT_EQ(countOf(err, "collie-perf: sweep "), 8u) << err;
+  EXPECT_TRUE(contains(err, "sweep 2/2 64 B float sum in-place")) << err;
+  EXPECT_FALSE(contains(run.out, "collie-perf: sweep")) << run.out;
+  Outcome quiet = runPerf(2, "-b 8 -e 8 -n 2 --progress 0 2>" + log);
+  ASSERT_EQ(quiet.exitCode, 0);
+  EXPECT_FALSE(contains(readFile(log), "collie-perf: sweep"));
+  unlink(log.c_str());
+}
+
 }  // namespace
 }  // namespace collie
