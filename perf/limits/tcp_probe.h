@@ -1,5 +1,6 @@
-// Loopback TCP throughput probe of collie-limits: two processes on 127.0.0.1, one connection,
-// each sending and receiving at once (as the two ranks of an all-reduce do), or one way only.
+// Loopback TCP throughput probe of collie-limits: two processes on 127.0.0.1, one or two
+// connections, each sending and receiving at once (as the two ranks of an all-reduce do), or one
+// way only.
 #pragma once
 
 namespace collie::limits {
