@@ -259,7 +259,7 @@ TEST(ColliePerf, JsonHasEveryResult) {
   EXPECT_TRUE(contains(json, "{\"bytes\": 8, \"count\": 2, \"type\": \"int32\"")) << json;
   EXPECT_TRUE(contains(json, "{\"bytes\": 32, \"count\": 8, \"type\": \"int32\"")) << json;
   // The file is valid JSON if Python's parser accepts it (skipped where python3 is missing).
-  if (runCommand("command -v python3 >/dev/null").exitCode == 0) {
+  if (runCommand("sh -c 'command -v python3' >/dev/null").exitCode == 0) {
     Outcome parsed = runCommand(
         "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
         "print(len(d[\"results\"]))' " +
@@ -286,7 +286,7 @@ TEST(ColliePerf, RepeatPrintsMediansAndSummary) {
   std::string json = readFile(path);
   EXPECT_TRUE(contains(json, "\"repeat\": 3")) << json;
   // Every result holds three sweep times; min <= median follows from them.
-  if (runCommand("command -v python3 >/dev/null").exitCode == 0) {
+  if (runCommand("sh -c 'command -v python3' >/dev/null").exitCode == 0) {
     Outcome parsed = runCommand(
         "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d[\"results\"]; "
         "print(all(len(x[\"times_us\"])==3 and x[\"time_us_min\"]==min(x[\"times_us\"]) and "
