@@ -16,6 +16,16 @@
 
 namespace collie {
 
+// One collective call as every algorithm sees it, already checked by the API. count is in
+// elements of dtype, per the NCCL convention of each collective:
+//   AllReduce      send and recv hold count.
+//   ReduceScatter  count = recvcount: send holds nranks * count, rank r's recv gets block r.
+//   AllGather      count = sendcount: recv holds nranks * count, block r from rank r.
+//   Broadcast      root's send (count) lands in every recv; send is nullptr off root.
+//   Reduce         every send (count) reduces into root's recv; recv is nullptr off root.
+//   Barrier        count 0, no buffers.
+// In place means send == recv (AllReduce, Broadcast, Reduce), recv == send + rank * count
+// (ReduceScatter) or send == recv + rank * count (AllGather).
 struct CollArgs {
   Collective coll = Collective::kAllReduce;
   const void* send = nullptr;
@@ -71,7 +81,8 @@ class Algorithm {
   virtual bool supports(Collective coll, MemoryKind kind) const = 0;
   // Whether this call can run here (e.g. every peer reachable through shared memory).
   virtual bool usable(const AlgoContext& ctx, const CollArgs& args) const { return true; }
-  virtual double costUs(size_t bytes, int nranks, const LinkModel& link) const = 0;
+  // Predicted time of the call on nranks ranks over links like link (the tuner's model).
+  virtual double costUs(const CollArgs& args, int nranks, const LinkModel& link) const = 0;
   virtual Status run(const CollArgs& args, AlgoContext& ctx) = 0;
 };
 
@@ -81,5 +92,9 @@ std::vector<std::unique_ptr<Algorithm>> buildAlgorithms();
 std::unique_ptr<Algorithm> makeRingAlgorithm();
 std::unique_ptr<Algorithm> makeShmDirectAlgorithm();
 std::unique_ptr<Algorithm> makeRecursiveDoublingAlgorithm();
+std::unique_ptr<Algorithm> makeDisseminationAlgorithm();
+
+// Bytes of one rank's contribution: count elements of dtype.
+inline size_t argBytes(const CollArgs& a) { return a.count * dtypeSize(a.dtype); }
 
 }  // namespace collie

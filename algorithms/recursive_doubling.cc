@@ -20,7 +20,8 @@ class RecursiveDoubling : public Algorithm {
   bool supports(Collective coll, MemoryKind kind) const override {
     return coll == Collective::kAllReduce && kind == MemoryKind::kHost;
   }
-  double costUs(size_t bytes, int n, const LinkModel& link) const override {
+  double costUs(const CollArgs& a, int n, const LinkModel& link) const override {
+    const size_t bytes = argBytes(a);
     if (n <= 1) return 0;
     double steps = rd::numDoublingSteps(n) + (rd::remainder(n) > 0 ? 2 : 0);
     double b = static_cast<double>(bytes);

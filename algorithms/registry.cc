@@ -9,6 +9,7 @@ std::vector<std::unique_ptr<Algorithm>> buildAlgorithms() {
   algos.push_back(makeShmDirectAlgorithm());
   algos.push_back(makeRecursiveDoublingAlgorithm());
   algos.push_back(makeRingAlgorithm());
+  algos.push_back(makeDisseminationAlgorithm());
   return algos;
 }
 

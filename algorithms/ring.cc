@@ -8,6 +8,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/patterns/ring_pattern.h"
+#include "algorithms/ring_collectives.h"
 
 namespace collie {
 
@@ -28,12 +29,22 @@ class RingAllReduce : public Algorithm {
   const char* name() const override { return "ring"; }
   uint8_t id() const override { return kRingId; }
   bool supports(Collective coll, MemoryKind kind) const override {
-    return coll == Collective::kAllReduce && kind == MemoryKind::kHost;
+    return coll != Collective::kBarrier && kind == MemoryKind::kHost;
   }
-  double costUs(size_t bytes, int n, const LinkModel& link) const override {
+  double costUs(const CollArgs& a, int n, const LinkModel& link) const override {
+    const double bytes = static_cast<double>(argBytes(a));
     if (n <= 1) return 0;
-    double steps = 2.0 * (n - 1);
-    return steps * (link.alphaUs + (static_cast<double>(bytes) / n) / (link.betaGBps * 1e3));
+    const double us = 1.0 / (link.betaGBps * 1e3);  // per byte
+    switch (a.coll) {
+      case Collective::kAllReduce: return 2.0 * (n - 1) * (link.alphaUs + bytes / n * us);
+      case Collective::kReduceScatter:
+      case Collective::kAllGather: return (n - 1) * (link.alphaUs + bytes * us);
+      default: {
+        // A chain of n-1 hops pipelined in chunks of about 512 KiB.
+        const double chunk = std::min(bytes, 512.0 * 1024), chunks = std::max(1.0, bytes / chunk);
+        return (n - 1 + chunks - 1) * (link.alphaUs + chunk * us);
+      }
+    }
   }
   Status run(const CollArgs& a, AlgoContext& ctx) override;
 };
@@ -60,6 +71,16 @@ void buildItems(const CollArgs& a, int r, int n, size_t chunkElems, std::vector<
 
 Status RingAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
   const int n = ctx.nranks, r = ctx.rank;
+  if (a.coll != Collective::kAllReduce) {
+    ChunkSchedule s;
+    if (n == 1) {
+      s.copiesFirst.push_back({static_cast<char*>(a.recv), static_cast<const char*>(a.send),
+                               argBytes(a)});
+    } else {
+      COLLIE_RETURN_IF_ERROR(buildRingSchedule(a, ctx, &s));
+    }
+    return runChunkSchedule(s, a, ctx, kRingId);
+  }
   const size_t esz = dtypeSize(a.dtype);
   char* out = static_cast<char*>(a.recv);
   const char* in = static_cast<const char*>(a.send);

@@ -62,7 +62,8 @@ class ShmDirectAllReduce : public Algorithm {
     }
     return true;
   }
-  double costUs(size_t bytes, int n, const LinkModel& link) const override {
+  double costUs(const CollArgs& a, int n, const LinkModel& link) const override {
+    const size_t bytes = argBytes(a);
     // Usable only when every peer is on this host: then nothing moves through a network, and it
     // beats the stream-based algorithms at every size (two flags and about three passes over
     // the data per rank).

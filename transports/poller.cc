@@ -2,6 +2,7 @@
 #include <poll.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "src/base/time.h"
@@ -22,11 +23,14 @@ Status Poller::sleepOnFds(int timeoutMs) {
   if (doorbell_ != nullptr) {
     // Shared-memory peers ring the doorbell; check once more after reading it so a ring that
     // came in between is not slept through, then sleep on it briefly and look at the fds (a
-    // peer's exit, TCP peers) without blocking.
+    // peer's exit, TCP peers) without blocking. With peers over sockets too, whose data does
+    // not ring it, the sleep is short so that their frames wait at most that long.
     uint32_t seen = doorbell_->prepare();
     bool progressed = false;
     Status st = progressAll(&progressed);
-    if (st.isOk() && !progressed) doorbell_->sleep(seen, timeoutMs < 2 ? timeoutMs : 2);
+    const int64_t capUs = fdPeers_ ? kMixedSleepUs : 2000;
+    if (st.isOk() && !progressed)
+      doorbell_->sleep(seen, std::min<int64_t>(capUs, int64_t{timeoutMs} * 1000));
     doorbell_->finish();
     COLLIE_RETURN_IF_ERROR(st);
     timeoutMs = 0;

@@ -78,8 +78,8 @@ class Doorbell {
  public:
   virtual ~Doorbell() = default;
   virtual uint32_t prepare() = 0;  // announce; returns the value to sleep on
-  // Returns when the value is no longer seen, or after timeoutMs.
-  virtual void sleep(uint32_t seen, int timeoutMs) = 0;
+  // Returns when the value is no longer seen, or after timeoutUs.
+  virtual void sleep(uint32_t seen, int64_t timeoutUs) = 0;
   virtual void finish() = 0;  // no longer sleeping
 };
 
@@ -95,7 +95,9 @@ class Poller {
         spinUs_(spinUs),
         abort_(abortFlag),
         doorbell_(doorbell),
-        yield_(yield) {}
+        yield_(yield) {
+    for (Connection* c : conns_) fdPeers_ |= c != nullptr && c->peerBuffer() == nullptr;
+  }
   // Returns when req is done (its status), or an error from any connection, or a timeout
   // naming req's peer and what was waited for.
   Status wait(Request* req, const Deadline& deadline, const char* op);
@@ -110,6 +112,8 @@ class Poller {
   const std::atomic<bool>* abort_;
   Doorbell* doorbell_;
   bool yield_;
+  bool fdPeers_ = false;  // some peer is reached by a socket-like transport (tcp, ucx)
+  static constexpr int64_t kMixedSleepUs = 200;
   std::vector<struct pollfd> fds_;
 };
 

@@ -104,6 +104,42 @@ collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t coun
                                collieDataType_t datatype, collieRedOp_t op, collieComm_t comm,
                                void* stream);
 
+/* Each rank's sendbuff holds nranks * recvcount elements; rank r receives the reduction of
+ * block r. In place: recvbuff == sendbuff + rank * recvcount elements. */
+collieResult_t collieReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   collieDataType_t datatype, collieRedOp_t op, collieComm_t comm,
+                                   void* stream);
+
+/* Each rank contributes sendcount elements; recvbuff (nranks * sendcount elements) holds rank
+ * r's block at offset r * sendcount. In place: sendbuff == recvbuff + rank * sendcount. */
+collieResult_t collieAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                               collieDataType_t datatype, collieComm_t comm, void* stream);
+
+/* Copies root's sendbuff into every rank's recvbuff (count elements). sendbuff is read on root
+ * only (NULL elsewhere is fine); in place on root: sendbuff == recvbuff. */
+collieResult_t collieBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                               collieDataType_t datatype, int root, collieComm_t comm,
+                               void* stream);
+
+/* Reduces every rank's sendbuff into root's recvbuff. recvbuff is written on root only (NULL
+ * elsewhere is fine). */
+collieResult_t collieReduce(const void* sendbuff, void* recvbuff, size_t count,
+                            collieDataType_t datatype, collieRedOp_t op, int root,
+                            collieComm_t comm, void* stream);
+
+/* Returns once every rank has entered it. */
+collieResult_t collieBarrier(collieComm_t comm);
+
+/* Forces an algorithm for the following collectives of this communicator ("ring", "tree",
+ * ...; NULL or "auto" gives the choice back to the tuner), as COLLIE_ALGO does at init. Call
+ * it on every rank at the same point between collectives. A collective the forced algorithm
+ * cannot run fails with collieInvalidArgument. */
+collieResult_t collieCommSetAlgorithm(collieComm_t comm, const char* name);
+
+/* The name of the algorithm the last collective issued on this communicator ran ("" before
+ * the first). The string is static. */
+collieResult_t collieCommLastAlgorithm(collieComm_t comm, const char** name);
+
 const char* collieGetErrorString(collieResult_t result);
 
 /* The message of the last error on this communicator (op, local rank, peer rank, what to do);

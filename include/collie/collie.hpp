@@ -120,6 +120,32 @@ class Communicator {
     return allreduceAsync(inout.data, inout.data, inout.size, DataTypeOf<T>::value, op);
   }
 
+  // The other collectives, with the C API's buffer conventions (see collie.h).
+  Result reduceScatter(const void* send, void* recv, size_t recvcount, collieDataType_t dtype,
+                       collieRedOp_t op);
+  Result allgather(const void* send, void* recv, size_t sendcount, collieDataType_t dtype);
+  Result broadcast(const void* send, void* recv, size_t count, collieDataType_t dtype, int root);
+  Result reduce(const void* send, void* recv, size_t count, collieDataType_t dtype,
+                collieRedOp_t op, int root);
+  Result barrier();
+  template <typename T>
+  Result reduceScatter(View<const T> send, View<T> recv, collieRedOp_t op = collieSum) {
+    if (send.size != recv.size * static_cast<size_t>(size())) return sizeMismatch();
+    return reduceScatter(send.data, recv.data, recv.size, DataTypeOf<T>::value, op);
+  }
+  template <typename T>
+  Result allgather(View<const T> send, View<T> recv) {
+    if (recv.size != send.size * static_cast<size_t>(size())) return sizeMismatch();
+    return allgather(send.data, recv.data, send.size, DataTypeOf<T>::value);
+  }
+  template <typename T>
+  Result broadcast(View<T> inout, int root) {
+    return broadcast(inout.data, inout.data, inout.size, DataTypeOf<T>::value, root);
+  }
+  // "ring", "tree", ... for the following collectives; "auto" (or "") gives it to the tuner.
+  Result setAlgorithm(const std::string& name);
+  std::string lastAlgorithm() const;
+
   // Makes pending operations fail, tells the peers and frees the communicator.
   Result abort();
 

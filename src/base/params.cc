@@ -24,7 +24,11 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_SPIN_US", "50",
        "busy-poll this long before sleeping, us (yielding the core when ranks outnumber cores)"},
       {"COLLIE_HOSTID", "", "host identity override (default: hostname + boot id + netns)"},
-      {"COLLIE_ALGO", "", "force an AllReduce algorithm: ring, shm_direct"},
+      {"COLLIE_ALGO", "",
+       "force an algorithm (ring, tree, rhd, recursive_doubling, shm_direct, hierarchical; "
+       "auto = the tuner)"},
+      {"COLLIE_TUNER_LINKS", "",
+       "tuner link figures per transport: tcp=alpha_us:beta_GBps[:reduce_GBps],shm=...,ucx=..."},
       {"COLLIE_TRANSPORT", "",
        "restrict transports: comma list of tcp, shm, ucx (listing ucx forces it where shm is not "
        "listed or cannot reach)"},

@@ -18,8 +18,9 @@ CommImpl* commImpl(collieComm_t comm);
 // buffers, unknown dtype/op, byte counts that overflow, partially overlapping buffers. dtype and
 // op arrive as raw enum bits (see enumBits) so that a value outside the enum is never loaded as
 // one.
+// rank is this rank (in-place relations and root-only buffers depend on it).
 Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype,
-                    int op, int root, int nranks, CollArgs* out);
+                    int op, int root, int rank, int nranks, CollArgs* out);
 
 // The bits of an enum argument as an int, read without loading an out-of-range enum value.
 template <typename E>

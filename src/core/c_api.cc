@@ -71,13 +71,18 @@ Status checkComm(const collieComm* comm) {
 CommImpl* commImpl(collieComm_t comm) { return comm->impl.get(); }
 
 Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype,
-                    int redop, int root, int nranks, CollArgs* out) {
+                    int redop, int root, int rank, int nranks, CollArgs* out) {
   const char* op = collectiveName(coll);
   if (!validDtype(dtype))
     return invalidArgument(std::string(op) + ": unknown datatype " + std::to_string(dtype));
-  bool reduces = coll != Collective::kAllGather && coll != Collective::kBroadcast;
+  bool reduces = coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
+                 coll == Collective::kReduce;
   if (reduces && !validRedOp(redop))
     return invalidArgument(std::string(op) + ": unknown reduction op " + std::to_string(redop));
+  bool rooted = coll == Collective::kBroadcast || coll == Collective::kReduce;
+  if (rooted && (root < 0 || root >= nranks))
+    return invalidArgument(std::string(op) + ": root " + std::to_string(root) +
+                           " is out of range for " + std::to_string(nranks) + " ranks");
   CollArgs& a = *out;
   a.coll = coll;
   a.send = send;
@@ -85,23 +90,53 @@ Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count,
   a.count = count;
   a.dtype = static_cast<collieDataType_t>(dtype);
   a.op = reduces ? static_cast<collieRedOp_t>(redop) : collieSum;
-  a.root = root;
+  a.root = rooted ? root : -1;
   size_t esz = dtypeSize(a.dtype);
   if (a.count > static_cast<size_t>(PTRDIFF_MAX) / esz / static_cast<size_t>(nranks))
     return invalidArgument(std::string(op) + ": count " + std::to_string(a.count) +
                            " elements of " + dtypeName(a.dtype) + " overflows the address space");
-  if (a.count > 0 && (a.send == nullptr || a.recv == nullptr))
-    return invalidArgument(std::string(op) + ": " + (a.send == nullptr ? "sendbuff" : "recvbuff") +
-                           " is NULL with count " + std::to_string(a.count));
-  if (a.count > 0 && a.send != a.recv) {
-    // Partial overlap would make the result depend on the schedule.
+  // What each buffer holds on this rank, in bytes (0: not used here).
+  const size_t bytes = a.count * esz, all = bytes * static_cast<size_t>(nranks);
+  size_t sendBytes = bytes, recvBytes = bytes, inPlaceOffset = 0;  // recv + offset == send
+  bool recvInsideSend = false;  // ReduceScatter's in place: recv == send + offset
+  switch (coll) {
+    case Collective::kReduceScatter:
+      sendBytes = all;
+      inPlaceOffset = static_cast<size_t>(rank) * bytes;
+      recvInsideSend = true;
+      break;
+    case Collective::kAllGather:
+      recvBytes = all;
+      inPlaceOffset = static_cast<size_t>(rank) * bytes;
+      break;
+    case Collective::kBroadcast:
+      if (rank != root) sendBytes = 0, a.send = nullptr;
+      break;
+    case Collective::kReduce:
+      if (rank != root) recvBytes = 0, a.recv = nullptr;
+      break;
+    default: break;
+  }
+  if (bytes > 0 && sendBytes > 0 && a.send == nullptr)
+    return invalidArgument(std::string(op) + ": sendbuff is NULL with count " +
+                           std::to_string(a.count));
+  if (bytes > 0 && recvBytes > 0 && a.recv == nullptr)
+    return invalidArgument(std::string(op) + ": recvbuff is NULL with count " +
+                           std::to_string(a.count));
+  if (bytes > 0 && sendBytes > 0 && recvBytes > 0) {
+    // Partial overlap would make the result depend on the schedule; only the exact in-place
+    // relation of each collective is allowed.
     const char* s = static_cast<const char*>(a.send);
     const char* r = static_cast<const char*>(a.recv);
-    size_t bytes = a.count * esz;
-    if (s < r + bytes && r < s + bytes)
-      return invalidArgument(std::string(op) +
-                             ": sendbuff and recvbuff overlap without being equal (in place "
-                             "needs sendbuff == recvbuff)");
+    bool inPlace = recvInsideSend ? r == s + inPlaceOffset : s == r + inPlaceOffset;
+    if (!inPlace && s < r + recvBytes && r < s + sendBytes)
+      return invalidArgument(
+          std::string(op) + ": sendbuff and recvbuff overlap without being in place (in place "
+          "needs " +
+          (coll == Collective::kReduceScatter ? "recvbuff == sendbuff + rank * recvcount"
+           : coll == Collective::kAllGather   ? "sendbuff == recvbuff + rank * sendcount"
+                                              : "sendbuff == recvbuff") +
+          ")");
   }
   return Status::ok();
 }
@@ -199,20 +234,77 @@ collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncE
   });
 }
 
+static collieResult_t runCollective(collie::Collective coll, const void* sendbuff,
+                                    void* recvbuff, size_t count, int datatype, int op, int root,
+                                    collieComm_t comm, void* stream) {
+  return collie::guarded(comm, [&]() -> Status {
+    COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
+    const char* name = collie::collectiveName(coll);
+    if (stream != nullptr)
+      return collie::invalidArgument(
+          std::string(name) +
+          ": a stream was given but this build has no device support (pass NULL for host "
+          "memory)");
+    collie::CollArgs a;
+    COLLIE_RETURN_IF_ERROR(collie::makeCollArgs(coll, sendbuff, recvbuff, count, datatype, op,
+                                                root, comm->impl->rank(), comm->impl->size(),
+                                                &a));
+    return comm->impl->run(a);
+  });
+}
+
 collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                collieDataType_t datatype, collieRedOp_t op, collieComm_t comm,
                                void* stream) {
+  return runCollective(collie::Collective::kAllReduce, sendbuff, recvbuff, count,
+                       collie::enumBits(datatype), collie::enumBits(op), -1, comm, stream);
+}
+
+collieResult_t collieReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   collieDataType_t datatype, collieRedOp_t op, collieComm_t comm,
+                                   void* stream) {
+  return runCollective(collie::Collective::kReduceScatter, sendbuff, recvbuff, recvcount,
+                       collie::enumBits(datatype), collie::enumBits(op), -1, comm, stream);
+}
+
+collieResult_t collieAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                               collieDataType_t datatype, collieComm_t comm, void* stream) {
+  return runCollective(collie::Collective::kAllGather, sendbuff, recvbuff, sendcount,
+                       collie::enumBits(datatype), collieSum, -1, comm, stream);
+}
+
+collieResult_t collieBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                               collieDataType_t datatype, int root, collieComm_t comm,
+                               void* stream) {
+  return runCollective(collie::Collective::kBroadcast, sendbuff, recvbuff, count,
+                       collie::enumBits(datatype), collieSum, root, comm, stream);
+}
+
+collieResult_t collieReduce(const void* sendbuff, void* recvbuff, size_t count,
+                            collieDataType_t datatype, collieRedOp_t op, int root,
+                            collieComm_t comm, void* stream) {
+  return runCollective(collie::Collective::kReduce, sendbuff, recvbuff, count,
+                       collie::enumBits(datatype), collie::enumBits(op), root, comm, stream);
+}
+
+collieResult_t collieBarrier(collieComm_t comm) {
+  return runCollective(collie::Collective::kBarrier, nullptr, nullptr, 0, collieUint8, collieSum,
+                       -1, comm, nullptr);
+}
+
+collieResult_t collieCommSetAlgorithm(collieComm_t comm, const char* name) {
   return collie::guarded(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
-    if (stream != nullptr)
-      return collie::invalidArgument(
-          "allreduce: a stream was given but this build has no device support (pass NULL for "
-          "host memory)");
-    collie::CollArgs a;
-    COLLIE_RETURN_IF_ERROR(collie::makeCollArgs(
-        collie::Collective::kAllReduce, sendbuff, recvbuff, count, collie::enumBits(datatype),
-        collie::enumBits(op), -1, comm->impl->size(), &a));
-    return comm->impl->run(a);
+    return comm->impl->setAlgorithm(name == nullptr ? "" : name);
+  });
+}
+
+collieResult_t collieCommLastAlgorithm(collieComm_t comm, const char** name) {
+  return collie::guarded(comm, [&]() -> Status {
+    COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
+    if (name == nullptr) return collie::invalidArgument("collieCommLastAlgorithm: name is NULL");
+    *name = comm->impl->lastAlgorithm();
+    return Status::ok();
   });
 }
 

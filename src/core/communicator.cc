@@ -12,6 +12,7 @@
 
 #include "src/base/log.h"
 #include "src/base/params.h"
+#include "src/core/tuner.h"
 #ifdef COLLIE_HAVE_UCX
 #include "transports/ucx/ucx_transport.h"
 #endif
@@ -104,16 +105,9 @@ Status CommImpl::init(BootstrapInfo info) {
                             info.storeAddr.toString() + ")";
   Deadline deadline = Deadline::afterMs(connectMs);
   algos_ = buildAlgorithms();
-  std::string want = params().getString("COLLIE_ALGO");
-  if (!want.empty() && want != "auto") {
-    for (auto& a : algos_)
-      if (want == a->name()) forced_ = a.get();
-    if (forced_ == nullptr) {
-      std::string have;
-      for (auto& a : algos_) have += std::string(have.empty() ? "" : ", ") + a->name();
-      return invalidArgument(where + ": COLLIE_ALGO=" + want + " is not an algorithm of this build (" +
-                             have + ")");
-    }
+  {
+    Status forced = findAlgorithm(params().getString("COLLIE_ALGO"), &forced_);
+    if (!forced.isOk()) return forced.withContext(where);
   }
   // Unset: shm inside the host, ucx across hosts where RDMA is present, tcp elsewhere. A list
   // restricts the choice and prefers shm, then ucx, then tcp: ucx listed means ucx is forced.
@@ -275,12 +269,14 @@ Status CommImpl::init(BootstrapInfo info) {
   oversubscribed_ = cores > 0 && localRanks_ > static_cast<int>(cores);
   poller_.reset(new Poller(all, spinUs, &aborting_, shm_ ? shm_->doorbell() : nullptr,
                            oversubscribed_));
-  // Link model of the slowest transport in use (measured on loopback here: see README). UCX
-  // gets the tcp figures: over tcp and shared memory it measured no faster here, and this
-  // host has no RDMA device to measure.
-  bool anySlow = false, anyUcx = false;
-  for (int p = 0; p < nranks_; ++p) anySlow |= useTcp[p] || useUcx[p], anyUcx |= useUcx[p];
-  link_ = anySlow ? LinkModel{8.0, 1.5, 5.0} : LinkModel{1.0, 8.0, 8.0};
+  // The tuner's model: the slowest transport in use (see tuner.h).
+  bool anyTcp = false, anyUcx = false;
+  for (int p = 0; p < nranks_; ++p) anyTcp |= useTcp[p], anyUcx |= useUcx[p];
+  {
+    auto links = parseTransportLinks(params().getString("COLLIE_TUNER_LINKS"));
+    if (!links.isOk()) return links.status().withContext(where);
+    link_ = linkModelFor(links.value(), anyTcp, anyUcx);
+  }
   COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer%s)", rank_,
               nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks,
               anyUcx ? ", ucx to some peers" : "");
@@ -422,28 +418,28 @@ CommImpl::~CommImpl() {
   if (server_) server_->stop();
 }
 
-Status CommImpl::pickAlgorithm(const CollArgs& args, const AlgoContext& ctx, Algorithm** algo) {
-  if (forced_ != nullptr) {
-    if (!forced_->supports(args.coll, args.memory) || !forced_->usable(ctx, args))
-      return invalidArgument(std::string("COLLIE_ALGO=") + forced_->name() + " cannot run " +
-                             collectiveName(args.coll) +
-                             " here (it needs every peer on this host over shm, or this "
-                             "collective or memory is not one it handles)");
-    *algo = forced_;
-    return Status::ok();
+Status CommImpl::findAlgorithm(const std::string& want, Algorithm** out) const {
+  *out = nullptr;
+  if (want.empty() || want == "auto") return Status::ok();
+  for (auto& a : algos_)
+    if (want == a->name()) *out = a.get();
+  if (*out != nullptr) return Status::ok();
+  std::string have;
+  for (auto& a : algos_) have += std::string(have.empty() ? "" : ", ") + a->name();
+  return invalidArgument("COLLIE_ALGO=" + want + " is not an algorithm of this build (" + have +
+                         ", or auto)");
+}
+
+Status CommImpl::setAlgorithm(const std::string& name) {
+  {
+    std::unique_lock<std::mutex> l(qMu_);
+    if (inFlight_ > 0) qCv_.wait(l, [&] { return inFlight_ == 0; });
   }
-  // The tuner: the cheapest usable algorithm by the alpha-beta model of the links in use.
-  const size_t bytes = args.count * dtypeSize(args.dtype);
-  double best = 0;
-  *algo = nullptr;
-  for (auto& a : algos_) {
-    if (!a->supports(args.coll, args.memory) || !a->usable(ctx, args)) continue;
-    double c = a->costUs(bytes, nranks_, ctx.link);
-    if (*algo == nullptr || c < best) *algo = a.get(), best = c;
-  }
-  if (*algo != nullptr) return Status::ok();
-  return invalidArgument(std::string("no algorithm of this build runs ") +
-                         collectiveName(args.coll));
+  std::lock_guard<std::mutex> e(execMu_);
+  Algorithm* a = nullptr;
+  COLLIE_RETURN_IF_ERROR(findAlgorithm(name, &a));
+  forced_ = a;
+  return Status::ok();
 }
 
 Status CommImpl::execute(const CollArgs& args) {
@@ -467,11 +463,12 @@ Status CommImpl::execute(const CollArgs& args) {
   ctx.link = link_;
   ctx.oversubscribed = oversubscribed_;
   Algorithm* algo = nullptr;
-  Status picked = pickAlgorithm(args, ctx, &algo);
+  Status picked = pickAlgorithm(algos_, forced_, args, ctx, &algo);
   if (!picked.isOk()) {
     --seq_;
     return picked;
   }
+  lastAlgo_.store(algo->name());
   Status s = algo->run(args, ctx);
   if (!s.isOk()) {
     FrameTag t = ctx.tagFor(args, 0, algo->id());

@@ -58,6 +58,10 @@ class CommImpl {
   void abort();
   std::string lastError();
   void setLastError(const std::string& msg);
+  // Forces an algorithm by name for the following ops ("" or "auto": the tuner picks).
+  Status setAlgorithm(const std::string& name);
+  // The name of the algorithm the last op ran ("" before the first); a static string.
+  const char* lastAlgorithm() const { return lastAlgo_.load(); }
 
  private:
   CommImpl() = default;
@@ -67,7 +71,6 @@ class CommImpl {
   // Exchanges worker addresses with the peers in want and connects those that can; forced
   // (COLLIE_TRANSPORT lists ucx) makes any failure an error, else a peer falls back to tcp.
   Status setUpUcx(std::vector<bool>* want, bool forced, const Deadline& deadline);
-  Status pickAlgorithm(const CollArgs& args, const AlgoContext& ctx, Algorithm** algo);
   void fail(const Status& s);
   void progressLoop();
 
@@ -86,7 +89,9 @@ class CommImpl {
   std::vector<std::unique_ptr<Connection>> conns_;  // by rank; null for this rank
   std::vector<Connection*> connPtrs_;                // the same, as the schedules see them
   std::vector<std::unique_ptr<Algorithm>> algos_;
-  Algorithm* forced_ = nullptr;  // COLLIE_ALGO
+  Status findAlgorithm(const std::string& name, Algorithm** out) const;
+  Algorithm* forced_ = nullptr;  // COLLIE_ALGO or setAlgorithm; guarded by execMu_
+  std::atomic<const char*> lastAlgo_{""};
   LinkModel link_;
   std::unique_ptr<Poller> poller_;
   std::vector<char> scratch_;  // guarded by execMu_

@@ -82,10 +82,42 @@ Work Communicator::allreduceAsync(const void* send, void* recv, size_t count,
   CollArgs a;
   if (s.isOk())
     s = makeCollArgs(Collective::kAllReduce, send, recv, count, enumBits(dtype), enumBits(op), -1,
-                     commImpl(comm_)->size(), &a);
+                     commImpl(comm_)->rank(), commImpl(comm_)->size(), &a);
   if (s.isOk()) s = commImpl(comm_)->runAsync(a, &w.state_);
   if (!s.isOk()) w.immediate_ = fromStatus(s);
   return w;
+}
+
+Result Communicator::reduceScatter(const void* send, void* recv, size_t recvcount,
+                                   collieDataType_t dtype, collieRedOp_t op) {
+  return fromC(collieReduceScatter(send, recv, recvcount, dtype, op, comm_, nullptr), comm_);
+}
+
+Result Communicator::allgather(const void* send, void* recv, size_t sendcount,
+                               collieDataType_t dtype) {
+  return fromC(collieAllGather(send, recv, sendcount, dtype, comm_, nullptr), comm_);
+}
+
+Result Communicator::broadcast(const void* send, void* recv, size_t count, collieDataType_t dtype,
+                               int root) {
+  return fromC(collieBroadcast(send, recv, count, dtype, root, comm_, nullptr), comm_);
+}
+
+Result Communicator::reduce(const void* send, void* recv, size_t count, collieDataType_t dtype,
+                            collieRedOp_t op, int root) {
+  return fromC(collieReduce(send, recv, count, dtype, op, root, comm_, nullptr), comm_);
+}
+
+Result Communicator::barrier() { return fromC(collieBarrier(comm_), comm_); }
+
+Result Communicator::setAlgorithm(const std::string& name) {
+  return fromC(collieCommSetAlgorithm(comm_, name.c_str()), comm_);
+}
+
+std::string Communicator::lastAlgorithm() const {
+  const char* name = "";
+  if (comm_) collieCommLastAlgorithm(comm_, &name);
+  return name;
 }
 
 Result Communicator::abort() {
@@ -96,7 +128,8 @@ Result Communicator::abort() {
 }
 
 Result Communicator::sizeMismatch() {
-  return Result(collieInvalidArgument, "allreduce: send and recv views differ in size");
+  return Result(collieInvalidArgument,
+                "send and recv views do not have the sizes the collective needs");
 }
 
 }  // namespace collie

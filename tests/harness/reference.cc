@@ -98,7 +98,13 @@ void storeFromDouble(void* buf, collieDataType_t t, size_t i, double v) {
 }
 
 void fillInput(void* buf, collieDataType_t t, collieRedOp_t op, int rank, size_t count, int n) {
-  for (size_t i = 0; i < count; ++i) storeFromDouble(buf, t, i, inputValue(t, op, rank, i, n));
+  fillInputAt(buf, t, op, rank, count, n, 0);
+}
+
+void fillInputAt(void* buf, collieDataType_t t, collieRedOp_t op, int rank, size_t count, int n,
+                 size_t first) {
+  for (size_t i = 0; i < count; ++i)
+    storeFromDouble(buf, t, i, inputValue(t, op, rank, first + i, n));
 }
 
 static double tolerance(collieDataType_t t, collieRedOp_t op) {
@@ -114,10 +120,30 @@ static double tolerance(collieDataType_t t, collieRedOp_t op) {
 
 size_t countWrong(const void* buf, collieDataType_t t, collieRedOp_t op, size_t count, int n,
                   std::string* firstBad) {
+  return countWrongAt(buf, t, op, count, n, 0, firstBad);
+}
+
+size_t countNotInputOf(const void* buf, collieDataType_t t, collieRedOp_t op, int rank,
+                       size_t count, int n, size_t first, std::string* firstBad) {
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    double got = loadAsDouble(buf, t, i), want = inputValue(t, op, rank, first + i, n);
+    // The input is stored exactly (fillInputAt) and must come back bit for bit.
+    if (got == want || (std::isnan(got) && std::isnan(want))) continue;
+    if (wrong++ == 0 && firstBad)
+      *firstBad = "element " + std::to_string(first + i) + " is " + std::to_string(got) +
+                  ", expected rank " + std::to_string(rank) + "'s " + std::to_string(want);
+  }
+  return wrong;
+}
+
+size_t countWrongAt(const void* buf, collieDataType_t t, collieRedOp_t op, size_t count, int n,
+                    size_t first, std::string* firstBad) {
   size_t wrong = 0;
   const double tol = tolerance(t, op);
-  for (size_t i = 0; i < count; ++i) {
-    double got = loadAsDouble(buf, t, i), want = expectedValue(t, op, i, n);
+  for (size_t j = 0; j < count; ++j) {
+    const size_t i = first + j;
+    double got = loadAsDouble(buf, t, j), want = expectedValue(t, op, i, n);
     double err = std::fabs(got - want);
     if (err <= tol * std::fmax(1.0, std::fabs(want))) continue;
     if (wrong++ == 0 && firstBad)

@@ -117,9 +117,9 @@ uint32_t ShmDoorbell::prepare() {
   return h->doorbell.load(std::memory_order_seq_cst);
 }
 
-void ShmDoorbell::sleep(uint32_t seen, int timeoutMs) {
-  if (timeoutMs <= 0) return;
-  timespec ts{timeoutMs / 1000, (timeoutMs % 1000) * 1000000L};
+void ShmDoorbell::sleep(uint32_t seen, int64_t timeoutUs) {
+  if (timeoutUs <= 0) return;
+  timespec ts{static_cast<time_t>(timeoutUs / 1000000), static_cast<long>(timeoutUs % 1000000) * 1000L};
   futex(&seg_->header()->doorbell, FUTEX_WAIT, seen, &ts);
 }
 

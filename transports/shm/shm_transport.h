@@ -28,7 +28,7 @@ class ShmDoorbell : public Doorbell {
  public:
   explicit ShmDoorbell(ShmSegment* seg) : seg_(seg) {}
   uint32_t prepare() override;
-  void sleep(uint32_t seen, int timeoutMs) override;
+  void sleep(uint32_t seen, int64_t timeoutUs) override;
   void finish() override;
 
  private:

@@ -1,0 +1,89 @@
+// The tuner: its link table and overrides, and which algorithm it picks where the answer is
+// not in doubt.
+#include "src/core/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace collie {
+namespace {
+
+TEST(Tuner, OverridesReplaceOnlyTheNamedTransports) {
+  auto t = parseTransportLinks("tcp=20:0.125,shm=0.5:10:12");
+  ASSERT_TRUE(t.isOk()) << t.status().toString();
+  EXPECT_DOUBLE_EQ(t.value().tcp.alphaUs, 20);
+  EXPECT_DOUBLE_EQ(t.value().tcp.betaGBps, 0.125);
+  EXPECT_DOUBLE_EQ(t.value().shm.reduceGBps, 12);
+  TransportLinks def;
+  EXPECT_DOUBLE_EQ(t.value().ucx.alphaUs, def.ucx.alphaUs);
+  EXPECT_TRUE(parseTransportLinks("").isOk());
+}
+
+TEST(Tuner, BadOverridesAreInvalidArguments) {
+  for (const char* bad :
+       {"tcp", "tcp=1", "tcp=1:2:3:4", "nvlink=1:2", "tcp=-1:2", "tcp=a:b", "shm=1:0"}) {
+    auto t = parseTransportLinks(bad);
+    ASSERT_FALSE(t.isOk()) << bad;
+    EXPECT_EQ(t.status().code(), collieInvalidArgument);
+    EXPECT_NE(t.status().message().find("COLLIE_TUNER_LINKS"), std::string::npos);
+  }
+}
+
+TEST(Tuner, TheSlowestTransportInUseSetsTheModel) {
+  TransportLinks t;
+  EXPECT_DOUBLE_EQ(linkModelFor(t, false, false).betaGBps, t.shm.betaGBps);
+  EXPECT_DOUBLE_EQ(linkModelFor(t, true, false).betaGBps, t.tcp.betaGBps);
+  t.ucx.betaGBps = 0.5;
+  EXPECT_DOUBLE_EQ(linkModelFor(t, true, true).betaGBps, 0.5);
+}
+
+CollArgs call(Collective coll, size_t count) {
+  CollArgs a;
+  a.coll = coll;
+  a.count = count;
+  a.dtype = collieFloat32;
+  return a;
+}
+
+TEST(Tuner, SmallMessagesGoToFewRoundsLargeOnesToTheRing) {
+  auto algos = buildAlgorithms();
+  std::vector<Connection*> none(8, nullptr);  // no peer over shared memory
+  AlgoContext ctx;
+  ctx.conns = none.data();
+  ctx.nranks = 8;
+  ctx.link = TransportLinks().tcp;
+  Algorithm* small = nullptr;
+  Algorithm* large = nullptr;
+  ASSERT_TRUE(pickAlgorithm(algos, nullptr, call(Collective::kAllReduce, 2), ctx, &small).isOk());
+  ASSERT_TRUE(
+      pickAlgorithm(algos, nullptr, call(Collective::kAllReduce, 16 << 20), ctx, &large).isOk());
+  EXPECT_STRNE(small->name(), "ring");                // 14 latency-bound steps lose to log2(8) = 3
+  EXPECT_STRNE(large->name(), "recursive_doubling");  // whole-buffer exchanges lose
+}
+
+TEST(Tuner, ForcedAlgorithmWinsOrFailsClearlyButNotForBarriers) {
+  auto algos = buildAlgorithms();
+  Algorithm* ring = nullptr;
+  for (auto& a : algos)
+    if (std::string(a->name()) == "ring") ring = a.get();
+  ASSERT_NE(ring, nullptr);
+  std::vector<Connection*> none(4, nullptr);
+  AlgoContext ctx;
+  ctx.conns = none.data();
+  ctx.nranks = 4;
+  Algorithm* got = nullptr;
+  ASSERT_TRUE(pickAlgorithm(algos, ring, call(Collective::kAllReduce, 1), ctx, &got).isOk());
+  EXPECT_EQ(got, ring);
+  ASSERT_TRUE(pickAlgorithm(algos, ring, call(Collective::kBarrier, 0), ctx, &got).isOk());
+  EXPECT_STREQ(got->name(), "dissemination");
+  Algorithm* barrierOnly = got;
+  Status s = pickAlgorithm(algos, barrierOnly, call(Collective::kAllGather, 4), ctx, &got);
+  EXPECT_EQ(s.code(), collieInvalidArgument);
+  EXPECT_NE(s.message().find("dissemination"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("allgather"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace collie
