@@ -12,6 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "perf/perf_collectives.h"
 #include "perf/perf_data.h"
 
 namespace collie::perf {
@@ -219,11 +220,13 @@ ParseOutcome parseOptions(int argc, char** argv, Options* o, std::string* error)
   int first = 0;
   if (argc > 1 && argv[1][0] != '-') {
     std::string name = argv[1];
-    if (name != "all_reduce" && name != "allreduce") {
-      *error = "collective " + name + " is not available in this build (available: all_reduce)";
+    const CollDesc* coll = findCollective(name);
+    if (coll == nullptr) {
+      *error = "collective " + name +
+               " is not available in this build (available: " + collectiveNames() + ")";
       return ParseOutcome::kUnavailableCollective;
     }
-    o->collective = "all_reduce";
+    o->collective = coll->name;
     first = 1;
   }
   int n = argc - first;
@@ -254,7 +257,7 @@ ParseOutcome parseOptions(int argc, char** argv, Options* o, std::string* error)
 
 void printUsage(FILE* out) {
   fprintf(out,
-          "USAGE: collie-perf [all_reduce]\n"
+          "USAGE: collie-perf [all_reduce|reduce_scatter|all_gather|broadcast|reduce]\n"
           "\t[-b,--minbytes <min size in bytes>] (default 32M)\n"
           "\t[-e,--maxbytes <max size in bytes>] (default 32M)\n"
           "\t[-i,--stepbytes <increment size>] (default 1M)\n"
@@ -265,7 +268,7 @@ void printUsage(FILE* out) {
           "\t[-o,--op <sum/prod/max/min/avg/all>] (default sum)\n"
           "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/all>]"
           " (default float)\n"
-          "\t[-r,--root <root>] (unused by all_reduce)\n"
+          "\t[-r,--root <root>] (broadcast and reduce; default 0)\n"
           "\t[-z,--blocking <0/1/2/3> 1=barrier after each iteration, 2=no barrier, 3=barrier "
           "after each iteration, excluded from the time] (default 0)\n"
           "\t[-a,--average <0/1/2/3> time reported across ranks <0=rank 0/1=avg/2=min/3=max>] "
@@ -273,7 +276,9 @@ void printUsage(FILE* out) {
           "\t[-t,--nthreads 1] [-g,--ngpus 1] (one rank per process)\n"
           "\t[--csv <file> also write one row per size and placement to file (rank 0)]\n"
           "\t[--json <file> also write every result, with min and median over -R, as JSON]\n"
-          "\t[--algo <name|auto>] the AllReduce algorithm (sets COLLIE_ALGO; -a stays --average)\n"
+          "\t[--algo <name|auto|all>] force an algorithm (collieCommSetAlgorithm); auto adds a "
+          "column naming the library's pick; all prints one table per algorithm, then auto "
+          "(-a stays --average)\n"
           "\t[--transport <list>] e.g. shm, tcp, ucx, tcp,shm (sets COLLIE_TRANSPORT; -t stays "
           "--nthreads)\n"
           "\t[-R,--repeat <n>] run the whole sweep n times; the table shows the median per size "
@@ -281,6 +286,9 @@ void printUsage(FILE* out) {
           "\t[--progress <0/1>] a line per size on stderr (default: on when stdout is not a "
           "terminal or a --csv/--json file is written)\n"
           "\t[-h,--help]\n"
+          "Sizes are per-rank totals (nccl-tests): the send vector of reduce_scatter, the receive "
+          "vector of all_gather. busbw factors: all_reduce 2(n-1)/n, reduce_scatter and "
+          "all_gather (n-1)/n, broadcast and reduce 1.\n"
           "Sizes take K, M or G suffixes (binary units). Start ranks with collie-run -n N, or "
           "mpirun / srun.\n");
 }

@@ -30,12 +30,13 @@ std::string quoted(const std::string& s) {
 void writeResult(FILE* f, const Result& r, double factor) {
   double med = r.medianUs();
   fprintf(f,
-          "    {\"bytes\": %zu, \"count\": %zu, \"type\": %s, \"redop\": %s, \"placement\": %s, "
-          "\"time_us\": %.3f, \"time_us_min\": %.3f, \"algbw_GBs\": %.6f, \"busbw_GBs\": %.6f, "
-          "\"busbw_GBs_max\": %.6f, ",
-          r.bytes, r.count, quoted(r.type).c_str(), quoted(r.op).c_str(),
-          quoted(r.inPlace ? "in-place" : "out-of-place").c_str(), med, r.minUs(),
-          bandwidthGBs(r.bytes, med, 1.0), bandwidthGBs(r.bytes, med, factor),
+          "    {\"bytes\": %zu, \"count\": %zu, \"type\": %s, \"redop\": %s, \"root\": %d, "
+          "\"algo\": %s, \"placement\": %s, "
+          "\"time_us\": %.3f, \"time_us_min\": %.3f, \"algbw_GBs\": %.9g, \"busbw_GBs\": %.9g, "
+          "\"busbw_GBs_max\": %.9g, ",
+          r.bytes, r.count, quoted(r.type).c_str(), quoted(r.op).c_str(), r.root,
+          quoted(r.table).c_str(), quoted(r.inPlace ? "in-place" : "out-of-place").c_str(), med,
+          r.minUs(), bandwidthGBs(r.bytes, med, 1.0), bandwidthGBs(r.bytes, med, factor),
           bandwidthGBs(r.bytes, r.minUs(), factor));
   fprintf(f, "\"times_us\": [");
   for (size_t i = 0; i < r.timesUs.size(); ++i) fprintf(f, "%s%.3f", i ? ", " : "", r.timesUs[i]);

@@ -16,6 +16,8 @@ struct Result {
   std::string op;
   bool inPlace = false;
   bool checked = false;
+  int root = -1;
+  std::string table;               // the algorithm asked for ("" the library's choice, or auto)
   int64_t wrong = 0;               // the most wrong elements any sweep saw
   std::vector<double> timesUs;     // one per sweep, in sweep order
   std::vector<std::string> algos;  // the algorithm the library reported, per sweep ("" unknown)

@@ -58,9 +58,11 @@ struct Row {
   std::string algBw[2];
   std::string busBw[2];
   std::string wrong[2];
+  std::string algo;  // the last column of --algo auto tables
 };
 
-std::vector<Row> parseRows(const std::string& out) {
+// algoColumn: rows end with the algorithm the library picked (--algo auto).
+std::vector<Row> parseRows(const std::string& out, bool algoColumn = false) {
   std::vector<Row> rows;
   std::istringstream lines(out);
   std::string line;
@@ -70,6 +72,7 @@ std::vector<Row> parseRows(const std::string& out) {
     Row r;
     fields >> r.bytes >> r.count >> r.type >> r.op >> r.root;
     for (int p = 0; p < 2; ++p) fields >> r.time[p] >> r.algBw[p] >> r.busBw[p] >> r.wrong[p];
+    if (algoColumn) fields >> r.algo;
     std::string extra;
     if (fields.fail() || (fields >> extra)) {
       ADD_FAILURE() << "not a table row: '" << line << "'";
@@ -182,9 +185,9 @@ TEST(ColliePerf, BadFlagsExitTwo) {
     EXPECT_EQ(bad.exitCode, 2) << flags << ": " << bad.out;
   }
 
-  Outcome other = runCommand(kPerf + " broadcast -b 8 2>&1");
+  Outcome other = runCommand(kPerf + " alltoall -b 8 2>&1");
   EXPECT_EQ(other.exitCode, 2) << other.out;
-  EXPECT_TRUE(contains(other.out, "collective broadcast is not available in this build"))
+  EXPECT_TRUE(contains(other.out, "collective alltoall is not available in this build"))
       << other.out;
 
   Outcome launched = runPerf(2, "--no-such-flag 2>&1");
@@ -230,12 +233,30 @@ TEST(ColliePerf, TransportFlagPicksTheTransport) {
 }
 
 TEST(ColliePerf, AlgoFlagForcesTheAlgorithm) {
-  for (const char* algo : {"ring", "recursive_doubling", "auto"}) {
-    Outcome run = runPerf(2, std::string("-b 4 -e 1M -f 16 -n 2 --algo ") + algo);
+  // The library reports which algorithm ran (collieCommLastAlgorithm): --algo auto names it.
+  std::string path = tempPath("algo") + ".json";
+  for (const char* algo : {"ring", "recursive_doubling"}) {
+    Outcome run =
+        runPerf(2, std::string("-b 4 -e 1M -f 16 -n 2 --algo ") + algo + " --json " + path);
     ASSERT_EQ(run.exitCode, 0) << algo << ": " << run.out;
+    EXPECT_TRUE(contains(run.out, std::string("# Algorithm: ") + algo)) << run.out;
     std::vector<Row> rows = parseRows(run.out);
     EXPECT_EQ(rows.size(), 5u) << run.out;  // 4, 64, 1K, 16K, 256K
     for (const Row& r : rows) EXPECT_EQ(r.wrong[1], "0") << algo << " " << r.bytes;
+    // Every timed call ran the forced algorithm.
+    std::string json = readFile(path);
+    EXPECT_EQ(countOf(json, std::string("\"algos\": [\"") + algo + "\"]"), 10u) << json;
+  }
+  unlink(path.c_str());
+  Outcome autoRun = runPerf(2, "-b 4 -e 1M -f 16 -n 2 --algo auto");
+  ASSERT_EQ(autoRun.exitCode, 0) << autoRun.out;
+  EXPECT_TRUE(contains(autoRun.out, "#wrong  algo")) << autoRun.out;
+  std::vector<Row> rows = parseRows(autoRun.out, true);
+  ASSERT_EQ(rows.size(), 5u) << autoRun.out;
+  for (const Row& r : rows) {
+    std::string first = r.algo.substr(0, r.algo.find('/'));
+    EXPECT_TRUE(first == "ring" || first == "recursive_doubling" || first == "shm_direct")
+        << r.bytes << ": '" << r.algo << "'";
   }
   // An unknown name reaches the library, which says which algorithms it has.
   Outcome bad = runPerf(2, "-b 8 -e 8 --algo bubble 2>&1");
@@ -244,6 +265,66 @@ TEST(ColliePerf, AlgoFlagForcesTheAlgorithm) {
   EXPECT_TRUE(contains(bad.out, "ring")) << bad.out;
   // -a keeps its nccl-tests meaning (how rank times combine): a name is not a valid value.
   EXPECT_EQ(runCommand(kPerf + " -a ring 2>&1").exitCode, 2);
+}
+
+TEST(ColliePerf, AlgoAllPrintsATablePerAlgorithm) {
+  Outcome run = runPerf(2, "-b 64 -e 4K -f 8 -n 2 --algo all");
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  for (const char* algo : {"ring", "recursive_doubling", "shm_direct", "auto"}) {
+    EXPECT_TRUE(contains(run.out, std::string("# Algorithm: ") + algo)) << algo << run.out;
+  }
+  // 3 sizes (64, 512, 4K) in each of 3 forced tables, then auto's with its extra column.
+  std::string forced = run.out.substr(0, run.out.find("# Algorithm: auto"));
+  std::string autoPart = run.out.substr(run.out.find("# Algorithm: auto"));
+  EXPECT_EQ(parseRows(forced).size(), 9u) << run.out;
+  EXPECT_EQ(parseRows(autoPart, true).size(), 3u) << run.out;
+  // An algorithm that cannot run a collective is skipped with a line, not an error.
+  Outcome rs = runPerf(2, "reduce_scatter -b 64 -e 4K -f 8 -n 2 --algo all");
+  ASSERT_EQ(rs.exitCode, 0) << rs.out;
+  EXPECT_TRUE(contains(rs.out, "# algorithm shm_direct does not run reduce_scatter here: skipped"))
+      << rs.out;
+  EXPECT_TRUE(contains(rs.out, "# Algorithm: ring")) << rs.out;
+}
+
+TEST(ColliePerf, EveryCollectiveIsCheckedWithItsBusFactor) {
+  // busbw / algbw: 2(n-1)/n, (n-1)/n, (n-1)/n, 1, 1 at 3 ranks; sizes are per-rank totals, so
+  // the split collectives round 1 KiB of floats (256) down to 255 elements.
+  struct Case {
+    const char* coll;
+    const char* factor;  // as Python reads it
+    size_t count;
+    const char* op;
+    int root;
+  } cases[] = {{"all_reduce", "4/3", 256, "sum", -1},
+               {"reduce_scatter", "2/3", 255, "sum", -1},
+               {"all_gather", "2/3", 255, "none", -1},
+               {"broadcast", "1", 256, "none", 2},
+               {"reduce", "1", 256, "sum", 2}};
+  std::string path = tempPath("coll") + ".json";
+  for (const Case& c : cases) {
+    Outcome run =
+        runPerf(3, std::string(c.coll) + " -b 1K -e 16K -f 4 -n 2 -r 2 -d all --json " + path);
+    ASSERT_EQ(run.exitCode, 0) << c.coll << ": " << run.out;
+    EXPECT_TRUE(contains(run.out, "# Out of bounds values : 0 OK")) << run.out;
+    std::vector<Row> rows = parseRows(run.out);
+    EXPECT_EQ(rows.size(), 10u * 3u) << c.coll << run.out;  // every datatype, 1K 4K 16K
+    for (const Row& r : rows) {
+      EXPECT_EQ(r.op, c.op) << c.coll;
+      EXPECT_EQ(r.root, c.root) << c.coll;
+      EXPECT_EQ(r.wrong[0], "0") << c.coll << " " << r.type << " " << r.bytes;
+      EXPECT_EQ(r.wrong[1], "0") << c.coll << " " << r.type << " " << r.bytes << " in place";
+      if (r.type == "float" && r.bytes <= 1024) EXPECT_EQ(r.count, c.count) << c.coll;
+    }
+    if (runCommand("sh -c 'command -v python3' >/dev/null").exitCode == 0) {
+      Outcome ratio = runCommand(
+          "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+          "print(\"%.6f\" % max(abs(x[\"busbw_GBs\"]/x[\"algbw_GBs\"]/eval(sys.argv[2])-1) "
+          "for x in d[\"results\"] if x[\"algbw_GBs\"]>0))' " +
+          path + " " + c.factor);
+      EXPECT_EQ(ratio.out, "0.000000\n") << c.coll;
+    }
+  }
+  unlink(path.c_str());
 }
 
 TEST(ColliePerf, JsonHasEveryResult) {
@@ -305,7 +386,7 @@ TEST(ColliePerf, ProgressGoesToStderr) {
   ASSERT_EQ(run.exitCode, 0) << run.out << err;
   // 2 sizes x 2 placements x 2 sweeps, and none of it on stdout.
   EXPECT_EQ(countOf(err, "collie-perf: sweep "), 8u) << err;
-  EXPECT_TRUE(contains(err, "sweep 2/2 64 B float sum in-place")) << err;
+  EXPECT_TRUE(contains(err, "sweep 2/2 all_reduce 64 B float sum in-place")) << err;
   EXPECT_FALSE(contains(run.out, "collie-perf: sweep")) << run.out;
   Outcome quiet = runPerf(2, "-b 8 -e 8 -n 2 --progress 0 2>" + log);
   ASSERT_EQ(quiet.exitCode, 0);
