@@ -11,7 +11,10 @@ BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev
 # The netns tests make hosts of network namespaces with ip, tc and nft.
 TEST_PACKAGES = iproute2 nftables
 
-.PHONY: all deps build run demo test test-unit test-multiproc test-sanitize clean
+BENCH_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
+BENCH_ARGS ?=
+
+.PHONY: all deps build run demo bench bench-micro test test-unit test-multiproc test-sanitize clean
 
 all: build
 
@@ -33,6 +36,19 @@ demo:
 	$(MAKE) build
 	$(BUILD)/bin/collie-run -n 2 $(BUILD)/bin/collie-train --epochs 10 --batch 128 --lr 0.1 \
 	  --momentum 0.5 --metrics $(BUILD)/demo-metrics.csv --plot $(BUILD)/demo-curves.png
+
+# Collie against OpenMPI and Gloo on this machine, with its physical limits: a table per size,
+# the speed targets, CSV, JSON and a plot in build/bench/compare-*/. 2 ranks, 8 B to 256 MiB;
+# BENCH_ARGS="--ranks 4 --max 64M" and the like change that.
+bench:
+	@bash tools/install_deps.sh $(BUILD_PACKAGES) $(BENCH_PACKAGES)
+	$(MAKE) build
+	python3 perf/compare --bin $(BUILD)/bin $(BENCH_ARGS)
+
+# Google Benchmark micro-benchmarks: reduction kernels vs memcpy, frame encode/decode, shm and
+# TCP ping-pong latency and streaming bandwidth.
+bench-micro: build
+	$(BUILD)/bin/collie-micro --benchmark_counters_tabular=true $(MICRO_ARGS)
 
 # Unit tests in parallel, multi-process tests one at a time (they time real deadlines), then
 # the same under AddressSanitizer and UndefinedBehaviorSanitizer.

@@ -181,17 +181,17 @@ int findOp(const char* name) {
 }
 
 void fillInput(void* buf, size_t count, collieDataType_t dtype, collieRedOp_t op, int nranks,
-               int rank, int rep) {
+               int rank, int rep, size_t first) {
   Generator gen(typeInfo(dtype), op, nranks, rep);
   withCodec(dtype, [&](auto codec) {
     using Codec = decltype(codec);
     auto* p = static_cast<typename Codec::Store*>(buf);
-    for (size_t i = 0; i < count; ++i) Codec::put(p + i, gen.at(rank, i));
+    for (size_t i = 0; i < count; ++i) Codec::put(p + i, gen.at(rank, first + i));
   });
 }
 
 int64_t countWrong(const void* buf, size_t count, collieDataType_t dtype, collieRedOp_t op,
-                   int nranks, int rep) {
+                   int nranks, int rep, size_t first) {
   const TypeInfo& type = typeInfo(dtype);
   Generator gen(type, op, nranks, rep);
   // Only a float average may round: the library scales the exact sum by 1/n in the compute
@@ -203,11 +203,24 @@ int64_t countWrong(const void* buf, size_t count, collieDataType_t dtype, collie
     using Codec = decltype(codec);
     const auto* p = static_cast<const typename Codec::Store*>(buf);
     for (size_t i = 0; i < count; ++i) {
-      double want = reference(gen, op, type.isFloat, nranks, i);
+      double want = reference(gen, op, type.isFloat, nranks, first + i);
       double got = Codec::get(p + i);
       // Written so that a NaN result counts as wrong.
       if (!(std::fabs(got - want) <= tolerance)) ++wrong;
     }
+  });
+  return wrong;
+}
+
+int64_t countWrongCopy(const void* buf, size_t count, collieDataType_t dtype, collieRedOp_t op,
+                       int nranks, int source, int rep, size_t first) {
+  Generator gen(typeInfo(dtype), op, nranks, rep);
+  int64_t wrong = 0;
+  withCodec(dtype, [&](auto codec) {
+    using Codec = decltype(codec);
+    const auto* p = static_cast<const typename Codec::Store*>(buf);
+    // Inputs are exact in every type, so a copy must match bit for bit (NaN counts as wrong).
+    for (size_t i = 0; i < count; ++i) wrong += !(Codec::get(p + i) == gen.at(source, first + i));
   });
   return wrong;
 }

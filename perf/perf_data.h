@@ -37,14 +37,20 @@ const char* opName(int op);
 int findDatatype(const char* name);
 int findOp(const char* name);
 
-// Fills count elements of rank's input. rep varies the data between repetitions.
+// Fills count elements of rank's input. rep varies the data between repetitions. first: the
+// index of buf[0] in the whole vector (a block of it, for collectives that split the data).
 void fillInput(void* buf, size_t count, collieDataType_t dtype, collieRedOp_t op, int nranks,
-               int rank, int rep);
+               int rank, int rep, size_t first = 0);
 
 // Number of elements of an all-reduce result that differ from the reference of the inputs
 // fillInput(…, r, rep) gives for every rank r in [0, nranks).
 int64_t countWrong(const void* buf, size_t count, collieDataType_t dtype, collieRedOp_t op,
-                   int nranks, int rep);
+                   int nranks, int rep, size_t first = 0);
+
+// Elements of buf that differ from what fillInput(…, source, rep, first) wrote: the check of
+// collectives that copy (broadcast from source, one block of an all-gather).
+int64_t countWrongCopy(const void* buf, size_t count, collieDataType_t dtype, collieRedOp_t op,
+                       int nranks, int source, int rep, size_t first);
 
 // IEEE binary16 and bfloat16 host conversions (round to nearest even).
 uint16_t floatToHalf(float f);

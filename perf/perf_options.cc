@@ -12,12 +12,13 @@
 #include <cstring>
 #include <type_traits>
 
+#include "perf/perf_collectives.h"
 #include "perf/perf_data.h"
 
 namespace collie::perf {
 namespace {
 
-enum LongOnly { kCsv = 1000 };
+enum LongOnly { kCsv = 1000, kJson, kAlgo, kTransport, kProgress };
 
 const option kLongOptions[] = {
     {"minbytes", required_argument, nullptr, 'b'},
@@ -35,13 +36,18 @@ const option kLongOptions[] = {
     {"nthreads", required_argument, nullptr, 't'},
     {"ngpus", required_argument, nullptr, 'g'},
     {"csv", required_argument, nullptr, kCsv},
+    {"json", required_argument, nullptr, kJson},
+    {"algo", required_argument, nullptr, kAlgo},
+    {"transport", required_argument, nullptr, kTransport},
+    {"repeat", required_argument, nullptr, 'R'},
+    {"progress", required_argument, nullptr, kProgress},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
 
 // '+': stop at the first non-option, so a stray word is reported instead of skipped.
 // ':': report a missing value as ':' rather than printing getopt's own message.
-const char kShortOptions[] = "+:b:e:i:f:n:w:c:d:o:z:r:a:t:g:h";
+const char kShortOptions[] = "+:b:e:i:f:n:w:c:d:o:z:r:a:t:g:R:h";
 
 // Sizes take an optional K, M or G suffix (binary units, as nccl-tests) and an optional B.
 bool parseSize(const char* text, size_t* out) {
@@ -84,6 +90,31 @@ bool parseInt(const char* text, long lo, long hi, long* out) {
   if (end == text || *end != '\0' || errno != 0 || value < lo || value > hi) return false;
   *out = value;
   return true;
+}
+
+// The flags that take a word: a file name, an algorithm or a transport list.
+bool stringFlag(int flag, const char* arg, Options* o, std::string* error) {
+  struct Slot {
+    int flag;
+    const char* name;
+    std::string Options::*field;
+  };
+  static const Slot kSlots[] = {
+      {kCsv, "--csv needs a file name", &Options::csvPath},
+      {kJson, "--json needs a file name", &Options::jsonPath},
+      {kAlgo, "--algo needs an algorithm name", &Options::algo},
+      {kTransport, "--transport needs a transport list", &Options::transport}};
+  for (const Slot& s : kSlots) {
+    if (s.flag != flag) continue;
+    if (*arg == '\0') {
+      *error = s.name;
+      return false;
+    }
+    o->*s.field = arg;
+    return true;
+  }
+  *error = "unhandled option";
+  return false;
 }
 
 // Applies one flag; false with *error set when its value is bad.
@@ -154,12 +185,14 @@ bool applyFlag(int flag, const char* arg, Options* o, std::string* error) {
       *error = std::string("invalid op '") + arg + "' (sum, prod, max, min, avg, all)";
       return false;
     case kCsv:
-      if (*arg == '\0') {
-        *error = "--csv needs a file name";
-        return false;
-      }
-      o->csvPath = arg;
-      return true;
+    case kJson:
+    case kAlgo:
+    case kTransport:
+      return stringFlag(flag, arg, o, error);
+    case 'R':
+      return intFlag("repeat", 1, 1000, &o->repeat);
+    case kProgress:
+      return intFlag("progress", 0, 1, &o->progress);
     default:
       *error = "unhandled option";
       return false;
@@ -187,11 +220,13 @@ ParseOutcome parseOptions(int argc, char** argv, Options* o, std::string* error)
   int first = 0;
   if (argc > 1 && argv[1][0] != '-') {
     std::string name = argv[1];
-    if (name != "all_reduce" && name != "allreduce") {
-      *error = "collective " + name + " is not available in this build (available: all_reduce)";
+    const CollDesc* coll = findCollective(name);
+    if (coll == nullptr) {
+      *error = "collective " + name +
+               " is not available in this build (available: " + collectiveNames() + ")";
       return ParseOutcome::kUnavailableCollective;
     }
-    o->collective = "all_reduce";
+    o->collective = coll->name;
     first = 1;
   }
   int n = argc - first;
@@ -222,7 +257,7 @@ ParseOutcome parseOptions(int argc, char** argv, Options* o, std::string* error)
 
 void printUsage(FILE* out) {
   fprintf(out,
-          "USAGE: collie-perf [all_reduce]\n"
+          "USAGE: collie-perf [all_reduce|reduce_scatter|all_gather|broadcast|reduce]\n"
           "\t[-b,--minbytes <min size in bytes>] (default 32M)\n"
           "\t[-e,--maxbytes <max size in bytes>] (default 32M)\n"
           "\t[-i,--stepbytes <increment size>] (default 1M)\n"
@@ -233,14 +268,27 @@ void printUsage(FILE* out) {
           "\t[-o,--op <sum/prod/max/min/avg/all>] (default sum)\n"
           "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/all>]"
           " (default float)\n"
-          "\t[-r,--root <root>] (unused by all_reduce)\n"
+          "\t[-r,--root <root>] (broadcast and reduce; default 0)\n"
           "\t[-z,--blocking <0/1/2/3> 1=barrier after each iteration, 2=no barrier, 3=barrier "
           "after each iteration, excluded from the time] (default 0)\n"
           "\t[-a,--average <0/1/2/3> time reported across ranks <0=rank 0/1=avg/2=min/3=max>] "
           "(default 3)\n"
           "\t[-t,--nthreads 1] [-g,--ngpus 1] (one rank per process)\n"
           "\t[--csv <file> also write one row per size and placement to file (rank 0)]\n"
+          "\t[--json <file> also write every result, with min and median over -R, as JSON]\n"
+          "\t[--algo <name|auto|all>] force an algorithm (collieCommSetAlgorithm); auto adds a "
+          "column naming the library's pick; all prints one table per algorithm, then auto "
+          "(-a stays --average)\n"
+          "\t[--transport <list>] e.g. shm, tcp, ucx, tcp,shm (sets COLLIE_TRANSPORT; -t stays "
+          "--nthreads)\n"
+          "\t[-R,--repeat <n>] run the whole sweep n times; the table shows the median per size "
+          "and a min/median summary follows (default 1)\n"
+          "\t[--progress <0/1>] a line per size on stderr (default: on when stdout is not a "
+          "terminal or a --csv/--json file is written)\n"
           "\t[-h,--help]\n"
+          "Sizes are per-rank totals (nccl-tests): the send vector of reduce_scatter, the receive "
+          "vector of all_gather. busbw factors: all_reduce 2(n-1)/n, reduce_scatter and "
+          "all_gather (n-1)/n, broadcast and reduce 1.\n"
           "Sizes take K, M or G suffixes (binary units). Start ranks with collie-run -n N, or "
           "mpirun / srun.\n");
 }

@@ -27,6 +27,12 @@ struct Options {
   int blocking = 0;  // 0 none, 1 barrier after each iteration, 2 wait only, 3 barrier untimed
   int average = 3;   // how ranks' times combine: 0 rank 0, 1 mean, 2 min, 3 max
   std::string csvPath;
+  std::string jsonPath;
+  // Long options only: -a and -t keep their nccl-tests meanings (average, nthreads).
+  std::string algo;       // --algo: COLLIE_ALGO for the communicator ("" = the library's choice)
+  std::string transport;  // --transport: COLLIE_TRANSPORT before init ("" = unchanged)
+  int repeat = 1;         // -R: sweeps; above 1 the table shows medians and a min/median summary
+  int progress = -1;      // --progress: 1 on, 0 off, -1 when stdout is no terminal or a file is set
 };
 
 enum class ParseOutcome {

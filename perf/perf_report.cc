@@ -44,15 +44,23 @@ void printRunHeader(FILE* out, const Options& o, int libraryVersion,
   }
 }
 
-void printTableHeader(FILE* out) {
+void printAlgorithmHeader(FILE* out, const char* algo, bool algoColumn) {
+  fprintf(out, "#\n# Algorithm: %s%s\n", algo,
+          algoColumn ? " (the library's choice per call, named in the last column)" : "");
+  printTableHeader(out, algoColumn);
+}
+
+void printRowAlgo(FILE* out, const char* algo) { fprintf(out, "  %s", *algo ? algo : "?"); }
+
+void printTableHeader(FILE* out, bool algoColumn) {
   fprintf(out, "#\n");
   fprintf(out,
           "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place     "
           "     \n",
           "", "", "", "", "");
-  fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size",
-          "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-          "busbw", "#wrong", 0, "");
+  fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s%s\n",
+          "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+          "algbw", "busbw", "#wrong", 0, "", algoColumn ? " algo" : "");
   fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)",
           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
           0, "");
@@ -77,6 +85,22 @@ void printRowBody(FILE* out, double timeUs, double algBw, double busBw, bool che
 }
 
 void printRowEnd(FILE* out) { fprintf(out, "\n"); }
+
+void printRepeatSummary(FILE* out, int sweeps, double busFactor,
+                        const std::vector<Result>& results) {
+  fprintf(out, "#\n# Over %d sweeps (the table above shows medians):\n", sweeps);
+  fprintf(out, "# %10s  %8s  %6s  %12s  %9s  %9s  %9s  %9s  %s\n", "size", "type", "redop",
+          "placement", "min(us)", "med(us)", "busbw@min", "busbw@med", "algo");
+  for (const Result& r : results) {
+    double lo = r.minUs(), med = r.medianUs();
+    fprintf(out, "# %10zu  %8s  %6s  %12s  %9s  %9s  %9s  %9s  %s\n", r.bytes, r.type.c_str(),
+            r.op.c_str(), r.inPlace ? "in-place" : "out-of-place", formatNumber(lo, 9).c_str(),
+            formatNumber(med, 9).c_str(),
+            formatNumber(bandwidthGBs(r.bytes, lo, busFactor), 9).c_str(),
+            formatNumber(bandwidthGBs(r.bytes, med, busFactor), 9).c_str(),
+            r.table.empty() ? "-" : r.table.c_str());
+  }
+}
 
 void printFooter(FILE* out, const Options& o, int errors, double avgBusBw) {
   fprintf(out, "# %-20s : %d %s\n", "Out of bounds values", errors, errors ? "FAILED" : "OK");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "perf/perf_options.h"
+#include "perf/perf_results.h"
 
 namespace collie::perf {
 
@@ -25,7 +26,12 @@ std::string formatNumber(double value, int width);
 
 void printRunHeader(FILE* out, const Options& options, int libraryVersion,
                     const std::vector<RankInfo>& ranks);
-void printTableHeader(FILE* out);
+// algoColumn: one more column naming the algorithm the library picked (--algo auto).
+void printTableHeader(FILE* out, bool algoColumn = false);
+// "# Algorithm: NAME" and a table header, before each table of --algo NAME|all|auto.
+void printAlgorithmHeader(FILE* out, const char* algo, bool algoColumn);
+// The picked algorithm at the end of a row (before printRowEnd).
+void printRowAlgo(FILE* out, const char* algo);
 
 // A table row: the preamble, one body per placement (out-of-place first), the terminator.
 void printRowPreamble(FILE* out, size_t bytes, size_t count, const char* type, const char* op,
@@ -33,6 +39,11 @@ void printRowPreamble(FILE* out, size_t bytes, size_t count, const char* type, c
 void printRowBody(FILE* out, double timeUs, double algBw, double busBw, bool checked,
                   int64_t wrong);
 void printRowEnd(FILE* out);
+
+// After a repeated run: per size and placement, the min and median time over the sweeps and
+// the bus bandwidth of each, as comment lines so that table parsers skip them.
+void printRepeatSummary(FILE* out, int sweeps, double busFactor,
+                        const std::vector<Result>& results);
 
 void printFooter(FILE* out, const Options& options, int errors, double avgBusBw);
 

@@ -58,9 +58,11 @@ struct Row {
   std::string algBw[2];
   std::string busBw[2];
   std::string wrong[2];
+  std::string algo;  // the last column of --algo auto tables
 };
 
-std::vector<Row> parseRows(const std::string& out) {
+// algoColumn: rows end with the algorithm the library picked (--algo auto).
+std::vector<Row> parseRows(const std::string& out, bool algoColumn = false) {
   std::vector<Row> rows;
   std::istringstream lines(out);
   std::string line;
@@ -70,6 +72,7 @@ std::vector<Row> parseRows(const std::string& out) {
     Row r;
     fields >> r.bytes >> r.count >> r.type >> r.op >> r.root;
     for (int p = 0; p < 2; ++p) fields >> r.time[p] >> r.algBw[p] >> r.busBw[p] >> r.wrong[p];
+    if (algoColumn) fields >> r.algo;
     std::string extra;
     if (fields.fail() || (fields >> extra)) {
       ADD_FAILURE() << "not a table row: '" << line << "'";
@@ -182,13 +185,213 @@ TEST(ColliePerf, BadFlagsExitTwo) {
     EXPECT_EQ(bad.exitCode, 2) << flags << ": " << bad.out;
   }
 
-  Outcome other = runCommand(kPerf + " broadcast -b 8 2>&1");
+  Outcome other = runCommand(kPerf + " alltoall -b 8 2>&1");
   EXPECT_EQ(other.exitCode, 2) << other.out;
-  EXPECT_TRUE(contains(other.out, "collective broadcast is not available in this build"))
+  EXPECT_TRUE(contains(other.out, "collective alltoall is not available in this build"))
       << other.out;
 
   Outcome launched = runPerf(2, "--no-such-flag 2>&1");
   EXPECT_NE(launched.exitCode, 0) << launched.out;
+}
+
+// A file name in the test temp dir, unique per process and use.
+std::string tempPath(const std::string& what) {
+  return testing::TempDir() + "collie_perf_" + what + "_" + std::to_string(getpid());
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t countOf(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(ColliePerf, TransportFlagPicksTheTransport) {
+  // The library's own INFO line names the transport of each peer, independently of the tool.
+  for (const char* transport : {"tcp", "shm"}) {
+    std::string log = tempPath(std::string("log_") + transport);
+    Outcome run = runCommand("env COLLIE_DEBUG=INFO " + kRun + " -n 2 " + kPerf +
+                             " -b 1K -e 4K -f 4 -n 2 --transport " + transport + " 2>" + log);
+    std::string err = readFile(log);
+    ASSERT_EQ(run.exitCode, 0) << run.out << err;
+    EXPECT_TRUE(contains(err, std::string("via ") + transport)) << err;
+    for (const Row& r : parseRows(run.out)) EXPECT_EQ(r.wrong[0], "0") << transport;
+    unlink(log.c_str());
+  }
+  Outcome bad = runPerf(2, "-b 8 -e 8 --transport carrier-pigeon 2>&1");
+  EXPECT_NE(bad.exitCode, 0) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "COLLIE_TRANSPORT=carrier-pigeon")) << bad.out;
+}
+
+TEST(ColliePerf, AlgoFlagForcesTheAlgorithm) {
+  // The library reports which algorithm ran (collieCommLastAlgorithm): --algo auto names it.
+  std::string path = tempPath("algo") + ".json";
+  for (const char* algo : {"ring", "recursive_doubling"}) {
+    Outcome run =
+        runPerf(2, std::string("-b 4 -e 1M -f 16 -n 2 --algo ") + algo + " --json " + path);
+    ASSERT_EQ(run.exitCode, 0) << algo << ": " << run.out;
+    EXPECT_TRUE(contains(run.out, std::string("# Algorithm: ") + algo)) << run.out;
+    std::vector<Row> rows = parseRows(run.out);
+    EXPECT_EQ(rows.size(), 5u) << run.out;  // 4, 64, 1K, 16K, 256K
+    for (const Row& r : rows) EXPECT_EQ(r.wrong[1], "0") << algo << " " << r.bytes;
+    // Every timed call ran the forced algorithm.
+    std::string json = readFile(path);
+    EXPECT_EQ(countOf(json, std::string("\"algos\": [\"") + algo + "\"]"), 10u) << json;
+  }
+  unlink(path.c_str());
+  Outcome autoRun = runPerf(2, "-b 4 -e 1M -f 16 -n 2 --algo auto");
+  ASSERT_EQ(autoRun.exitCode, 0) << autoRun.out;
+  EXPECT_TRUE(contains(autoRun.out, "#wrong  algo")) << autoRun.out;
+  std::vector<Row> rows = parseRows(autoRun.out, true);
+  ASSERT_EQ(rows.size(), 5u) << autoRun.out;
+  for (const Row& r : rows) {
+    std::string first = r.algo.substr(0, r.algo.find('/'));
+    EXPECT_TRUE(first == "ring" || first == "recursive_doubling" || first == "shm_direct")
+        << r.bytes << ": '" << r.algo << "'";
+  }
+  // An unknown name reaches the library, which says which algorithms it has.
+  Outcome bad = runPerf(2, "-b 8 -e 8 --algo bubble 2>&1");
+  EXPECT_NE(bad.exitCode, 0) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "COLLIE_ALGO=bubble")) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "ring")) << bad.out;
+  // -a keeps its nccl-tests meaning (how rank times combine): a name is not a valid value.
+  EXPECT_EQ(runCommand(kPerf + " -a ring 2>&1").exitCode, 2);
+}
+
+TEST(ColliePerf, AlgoAllPrintsATablePerAlgorithm) {
+  Outcome run = runPerf(2, "-b 64 -e 4K -f 8 -n 2 --algo all");
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  for (const char* algo : {"ring", "recursive_doubling", "shm_direct", "auto"}) {
+    EXPECT_TRUE(contains(run.out, std::string("# Algorithm: ") + algo)) << algo << run.out;
+  }
+  // 3 sizes (64, 512, 4K) in each of 3 forced tables, then auto's with its extra column.
+  std::string forced = run.out.substr(0, run.out.find("# Algorithm: auto"));
+  std::string autoPart = run.out.substr(run.out.find("# Algorithm: auto"));
+  EXPECT_EQ(parseRows(forced).size(), 9u) << run.out;
+  EXPECT_EQ(parseRows(autoPart, true).size(), 3u) << run.out;
+  // An algorithm that cannot run a collective is skipped with a line, not an error.
+  Outcome rs = runPerf(2, "reduce_scatter -b 64 -e 4K -f 8 -n 2 --algo all");
+  ASSERT_EQ(rs.exitCode, 0) << rs.out;
+  EXPECT_TRUE(contains(rs.out, "# algorithm shm_direct does not run reduce_scatter here: skipped"))
+      << rs.out;
+  EXPECT_TRUE(contains(rs.out, "# Algorithm: ring")) << rs.out;
+}
+
+TEST(ColliePerf, EveryCollectiveIsCheckedWithItsBusFactor) {
+  // busbw / algbw: 2(n-1)/n, (n-1)/n, (n-1)/n, 1, 1 at 3 ranks; sizes are per-rank totals, so
+  // the split collectives round 1 KiB of floats (256) down to 255 elements.
+  struct Case {
+    const char* coll;
+    const char* factor;  // as Python reads it
+    size_t count;
+    const char* op;
+    int root;
+  } cases[] = {{"all_reduce", "4/3", 256, "sum", -1},
+               {"reduce_scatter", "2/3", 255, "sum", -1},
+               {"all_gather", "2/3", 255, "none", -1},
+               {"broadcast", "1", 256, "none", 2},
+               {"reduce", "1", 256, "sum", 2}};
+  std::string path = tempPath("coll") + ".json";
+  for (const Case& c : cases) {
+    Outcome run =
+        runPerf(3, std::string(c.coll) + " -b 1K -e 16K -f 4 -n 2 -r 2 -d all --json " + path);
+    ASSERT_EQ(run.exitCode, 0) << c.coll << ": " << run.out;
+    EXPECT_TRUE(contains(run.out, "# Out of bounds values : 0 OK")) << run.out;
+    std::vector<Row> rows = parseRows(run.out);
+    EXPECT_EQ(rows.size(), 10u * 3u) << c.coll << run.out;  // every datatype, 1K 4K 16K
+    for (const Row& r : rows) {
+      EXPECT_EQ(r.op, c.op) << c.coll;
+      EXPECT_EQ(r.root, c.root) << c.coll;
+      EXPECT_EQ(r.wrong[0], "0") << c.coll << " " << r.type << " " << r.bytes;
+      EXPECT_EQ(r.wrong[1], "0") << c.coll << " " << r.type << " " << r.bytes << " in place";
+      if (r.type == "float" && r.bytes <= 1024) EXPECT_EQ(r.count, c.count) << c.coll;
+    }
+    if (runCommand("sh -c 'command -v python3' >/dev/null").exitCode == 0) {
+      Outcome ratio = runCommand(
+          "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+          "print(\"%.6f\" % max(abs(x[\"busbw_GBs\"]/x[\"algbw_GBs\"]/eval(sys.argv[2])-1) "
+          "for x in d[\"results\"] if x[\"algbw_GBs\"]>0))' " +
+          path + " " + c.factor);
+      EXPECT_EQ(ratio.out, "0.000000\n") << c.coll;
+    }
+  }
+  unlink(path.c_str());
+}
+
+TEST(ColliePerf, JsonHasEveryResult) {
+  std::string path = tempPath("json") + ".json";
+  Outcome run = runPerf(2, "-b 8 -e 32 -f 2 -n 2 -d int32 --json " + path);
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  std::string json = readFile(path);
+  EXPECT_TRUE(contains(json, "\"collective\": \"all_reduce\"")) << json;
+  EXPECT_TRUE(contains(json, "\"nranks\": 2")) << json;
+  // 3 sizes x 2 placements, each checked clean.
+  EXPECT_EQ(countOf(json, "\"bytes\": "), 6u) << json;
+  EXPECT_EQ(countOf(json, "\"wrong\": 0}"), 6u) << json;
+  EXPECT_TRUE(contains(json, "{\"bytes\": 8, \"count\": 2, \"type\": \"int32\"")) << json;
+  EXPECT_TRUE(contains(json, "{\"bytes\": 32, \"count\": 8, \"type\": \"int32\"")) << json;
+  // The file is valid JSON if Python's parser accepts it (skipped where python3 is missing).
+  if (runCommand("sh -c 'command -v python3' >/dev/null").exitCode == 0) {
+    Outcome parsed = runCommand(
+        "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+        "print(len(d[\"results\"]))' " +
+        path);
+    EXPECT_EQ(parsed.exitCode, 0) << json;
+    EXPECT_EQ(parsed.out, "6\n") << json;
+  }
+  unlink(path.c_str());
+  Outcome bad = runPerf(2, "-b 8 -e 8 --json /no/such/dir/x.json 2>&1");
+  EXPECT_NE(bad.exitCode, 0) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "cannot write JSON file")) << bad.out;
+}
+
+TEST(ColliePerf, RepeatPrintsMediansAndSummary) {
+  std::string path = tempPath("repeat") + ".json";
+  Outcome run = runPerf(2, "-b 1K -e 16K -f 4 -n 2 -R 3 --json " + path);
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  std::vector<Row> rows = parseRows(run.out);
+  ASSERT_EQ(rows.size(), 3u) << run.out;  // one row per size, not one per sweep
+  EXPECT_EQ(rows[0].bytes, 1024u);
+  EXPECT_EQ(rows[2].bytes, 16384u);
+  EXPECT_TRUE(contains(run.out, "# Over 3 sweeps")) << run.out;
+  EXPECT_EQ(countOf(run.out, "out-of-place"), 3u + 1u) << run.out;  // summary + table header
+  std::string json = readFile(path);
+  EXPECT_TRUE(contains(json, "\"repeat\": 3")) << json;
+  // Every result holds three sweep times; min <= median follows from them.
+  if (runCommand("sh -c 'command -v python3' >/dev/null").exitCode == 0) {
+    Outcome parsed = runCommand(
+        "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d[\"results\"]; "
+        "print(all(len(x[\"times_us\"])==3 and x[\"time_us_min\"]==min(x[\"times_us\"]) and "
+        "x[\"time_us\"]==sorted(x[\"times_us\"])[1] for x in r), len(r))' " +
+        path);
+    EXPECT_EQ(parsed.out, "True 6\n") << json;
+  }
+  unlink(path.c_str());
+  EXPECT_EQ(runCommand(kPerf + " -R 0 2>&1").exitCode, 2);
+}
+
+TEST(ColliePerf, ProgressGoesToStderr) {
+  std::string log = tempPath("progress");
+  Outcome run = runPerf(2, "-b 8 -e 64 -f 8 -n 2 -R 2 --progress 1 2>" + log);
+  std::string err = readFile(log);
+  ASSERT_EQ(run.exitCode, 0) << run.out << err;
+  // 2 sizes x 2 placements x 2 sweeps, and none of it on stdout.
+  EXPECT_EQ(countOf(err, "collie-perf: sweep "), 8u) << err;
+  EXPECT_TRUE(contains(err, "sweep 2/2 all_reduce 64 B float sum in-place")) << err;
+  EXPECT_FALSE(contains(run.out, "collie-perf: sweep")) << run.out;
+  Outcome quiet = runPerf(2, "-b 8 -e 8 -n 2 --progress 0 2>" + log);
+  ASSERT_EQ(quiet.exitCode, 0);
+  EXPECT_FALSE(contains(readFile(log), "collie-perf: sweep"));
+  unlink(log.c_str());
 }
 
 }  // namespace

@@ -1,0 +1,1 @@
+"""Modules of perf/compare: the systems it runs, the machine facts, and the report."""

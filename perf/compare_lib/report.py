@@ -1,0 +1,191 @@
+"""The report of perf/compare: one table per size, the targets, CSV, JSON and the plot."""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+
+
+def human(size):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= (1 << shift) and size % (1 << shift) == 0:
+            return "%d %s" % (size >> shift, unit)
+    return "%d B" % size
+
+
+def _best_peer(rows, cls=None, family=None):
+    best = None
+    for r in rows:
+        if r["family"] == "collie" or "busbw" not in r:
+            continue
+        if cls and r["cls"] != cls or family and r["family"] != family:
+            continue
+        if best is None or r["busbw"] > best["busbw"]:
+            best = r
+    return best
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def _fmt(v, digits=2):
+    return "—" if v is None else ("%.*f" % (digits, v))
+
+
+def size_table(size, rows, ranks, bounds):
+    """Markdown lines for one size: every system's time and busbw; Collie rows get ratios."""
+    lines = ["### %s (%d ranks)" % (human(size), ranks), "",
+             "| system | class | µs | busbw GB/s | ÷ best peer, same class | ÷ best peer | of bound |",
+             "|:--|:--|--:|--:|--:|--:|--:|"]
+    best_any = _best_peer(rows)
+    for r in rows:
+        if "error" in r:
+            lines.append("| %s | %s | failed: %s | | | | |" % (r["system"], r["cls"], r["error"]))
+            continue
+        name = r["system"] + (" (%s)" % r["algo"] if r.get("algo") else "")
+        same = cross = frac = ""
+        if r["family"] == "collie":
+            same_best = _best_peer(rows, cls=r["cls"])
+            same = _fmt(_ratio(r["busbw"], same_best and same_best["busbw"]))
+            cross = _fmt(_ratio(r["busbw"], best_any and best_any["busbw"]))
+            if ranks == 2 and bounds.get(r["cls"]):
+                frac = "%.0f%%" % (100 * r["busbw"] / bounds[r["cls"]])
+        wrong = "" if not r["wrong"] else " WRONG %d" % r["wrong"]
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |%s" % (
+            name, r["cls"], _fmt(r["time_us"]), _fmt(r["busbw"], 3), same, cross, frac, wrong))
+    lines.append("")
+    return lines
+
+
+def _get(rows, size, system):
+    for r in rows:
+        if r["bytes"] == size and r["system"] == system and "busbw" in r:
+            return r
+    return None
+
+
+def _best_of(rows, size, prefix):
+    cands = [r for r in rows if r["bytes"] == size and r["system"].startswith(prefix) and "busbw" in r]
+    return max(cands, key=lambda r: r["busbw"]) if cands else None
+
+
+def targets(rows, ranks, bounds):
+    """Each speed target: what it compares, the ratio measured, the goal, pass or miss."""
+    M = 1 << 20
+    out = []
+
+    def add(what, size, ratio, goal, higher=True):
+        if ratio is None:
+            out.append({"target": what, "bytes": size, "ratio": None, "goal": goal, "met": None})
+            return
+        met = ratio >= goal if higher else ratio <= goal
+        out.append({"target": what, "bytes": size, "ratio": ratio, "goal": goal, "met": met})
+
+    def bw(r):
+        return r["busbw"] if r else None
+
+    def us(r):
+        return r["time_us"] if r else None
+
+    if ranks == 2:
+        for size in (64 * M, 256 * M):
+            c = _get(rows, size, "collie-shm")
+            add("shm busbw ÷ OpenMPI collsm", size, _ratio(bw(c), bw(_get(rows, size, "mpi-collsm"))), 1.3)
+            add("shm busbw ÷ best Gloo", size, _ratio(bw(c), bw(_best_of(rows, size, "gloo-"))), 4.0)
+            add("shm busbw ÷ measured shm bound", size, _ratio(bw(c), bounds.get("shm")), 0.8)
+            add("shm busbw ÷ 12.3 GB/s model", size, _ratio(bw(c), 12.3), 0.8)
+        c = _get(rows, M, "collie-shm")
+        add("shm busbw ÷ OpenMPI collsm", M, _ratio(bw(c), bw(_get(rows, M, "mpi-collsm"))), 1.3)
+        c = _get(rows, 64 * M, "collie-tcp")
+        add("tcp busbw ÷ OpenMPI tcp", 64 * M, _ratio(bw(c), bw(_get(rows, 64 * M, "mpi-tcp"))), 1.3)
+        add("tcp busbw ÷ best Gloo", 64 * M, _ratio(bw(c), bw(_best_of(rows, 64 * M, "gloo-"))), 1.1)
+        add("tcp busbw ÷ measured tcp bound", 64 * M, _ratio(bw(c), bounds.get("tcp")), 0.9)
+        add("shm 8 B time ÷ OpenMPI vader", 8,
+            _ratio(us(_get(rows, 8, "collie-shm")), us(_get(rows, 8, "mpi-vader"))), 1.5, False)
+        add("tcp 8 B time ÷ OpenMPI tcp", 8,
+            _ratio(us(_get(rows, 8, "collie-tcp")), us(_get(rows, 8, "mpi-tcp"))), 1.0, False)
+        best_gloo_8 = [r for r in rows if r["bytes"] == 8 and r["family"] == "gloo" and "busbw" in r]
+        fastest = min(best_gloo_8, key=lambda r: r["time_us"]) if best_gloo_8 else None
+        add("tcp 8 B time ÷ fastest Gloo", 8, _ratio(us(_get(rows, 8, "collie-tcp")), us(fastest)), 0.1,
+            False)
+    else:
+        c = _best_of(rows, 64 * M, "collie-")
+        p = _best_peer([r for r in rows if r["bytes"] == 64 * M])
+        add("best Collie busbw ÷ best peer (%d ranks)" % ranks, 64 * M, _ratio(bw(c), bw(p)), 1.0)
+    return out
+
+
+def target_lines(tgts):
+    lines = ["## Targets", "", "| target | size | measured | goal | met |", "|:--|--:|--:|--:|:--|"]
+    for t in tgts:
+        sign = "≥" if "time" not in t["target"] else "≤"
+        met = "—" if t["met"] is None else ("yes" if t["met"] else "**no**")
+        lines.append("| %s | %s | %s | %s %.2f | %s |" % (t["target"], human(t["bytes"]),
+                                                         _fmt(t["ratio"]), sign, t["goal"], met))
+    lines.append("")
+    return lines
+
+
+def header_lines(info, limits, versions, ranks):
+    lines = ["# Collie vs OpenMPI and Gloo: float32 sum AllReduce, %d ranks" % ranks, "",
+             "Machine: %s, %s cores, kernel %s, %s memory." % (info["cpu"], info["cores"],
+                                                              info["kernel"], info["memory"]),
+             "Versions: " + "; ".join(v for _, v in sorted(versions.items())) + ".",
+             "Packages: " + ", ".join("%s %s" % (k, v) for k, v in info["packages"].items() if v) + ".",
+             "busbw = bytes·2(n−1)/n ÷ time (GB/s = 1e9 B/s); time = median over batches of the "
+             "slowest rank; Collie out of place.", "", "## Physical limits", "",
+             "| probe | threads | buffer | GB/s |", "|:--|--:|--:|--:|"]
+    for l in limits.get("limits", []):
+        lines.append("| %s | %d | %s | %.2f |" % (l["name"], l["threads"],
+                                                 human(l["bytes"]) if l["bytes"] else "—", l["GBps"]))
+    b = limits.get("bounds", {})
+    lines += ["", "2-rank AllReduce bounds: shm %s GB/s (1/(1/R+1/C): R two-thread f32 add with "
+              "streaming stores, C two-thread streaming copy), tcp %s GB/s (loopback, per "
+              "direction with both busy)." % (_fmt(b.get("shm")), _fmt(b.get("tcp"))), ""]
+    return lines
+
+
+def write_csv(path, rows):
+    keys = ["system", "family", "cls", "ranks", "bytes", "iters", "time_us", "time_us_min", "busbw",
+            "wrong", "algo", "error"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+def write_json(path, doc):
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def plot(path, rows, ranks):
+    """busbw vs size (log x), one line per system, with gnuplot; returns an error text or None."""
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:
+        return "gnuplot not installed (apt-get install gnuplot-nox)"
+    systems = []
+    for r in rows:
+        if r["system"] not in systems:
+            systems.append(r["system"])
+    data = path + ".dat"
+    with open(data, "w") as f:
+        for s in systems:
+            f.write('"%s"\n' % s)
+            for r in rows:
+                if r["system"] == s and "busbw" in r:
+                    f.write("%d %.6f\n" % (r["bytes"], r["busbw"]))
+            f.write("\n\n")
+    script = "\n".join([
+        "set terminal png size 1200,750 noenhanced",
+        "set output '%s'" % path,
+        "set title 'float32 sum AllReduce, %d ranks: bus bandwidth'" % ranks,
+        "set logscale x 2", "set format x '%.0b%B'", "set xlabel 'bytes per rank'",
+        "set ylabel 'busbw (GB/s)'", "set key left top", "set grid",
+        "plot for [i=0:%d] '%s' index i using 1:2 with linespoints title columnheader(1)"
+        % (len(systems) - 1, data), ""])
+    p = subprocess.run([gnuplot], input=script, text=True, stderr=subprocess.PIPE, timeout=60)
+    return None if p.returncode == 0 else p.stderr.strip()

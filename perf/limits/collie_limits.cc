@@ -1,0 +1,71 @@
+// collie-limits: the physical limits an all-reduce on this machine is measured against.
+//
+// Prints one "limit" line per probe (memory bandwidth of memcpy, a streaming copy and the
+// "read two, write one" f32 add, on one thread and on two at once; loopback TCP one way and
+// both ways at once) and one "bound" line per derived 2-rank all-reduce bound:
+//  - shm: each rank reduces its half straight from the peer's buffer (R = two-thread add with
+//    streaming stores, bytes of output) and writes it into the peer's output (C = two-thread
+//    streaming copy): T = S/R + S/C, so busbw = 1 / (1/R + 1/C).
+//  - tcp: each rank sends S and receives S at once, so busbw <= the per-direction rate of a
+//    loopback connection with both directions busy.
+// Lines are "key=value" words, for perf/compare to read.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "perf/limits/memory_probe.h"
+#include "perf/limits/tcp_probe.h"
+
+namespace {
+
+using collie::limits::Kernel;
+
+void printLimit(const char* name, int threads, size_t bytes, double gbs) {
+  printf("limit name=%s threads=%d bytes=%zu GBps=%.3f\n", name, threads, bytes, gbs);
+  fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else {
+      fprintf(stderr, "usage: collie-limits [--quick]\n");
+      return 2;
+    }
+  }
+  const size_t kDram = 64u << 20, kCache = 1u << 20;
+  const int runs = quick ? 2 : 5;
+  double add2 = 0, copy2 = 0;
+  for (int threads : {1, 2}) {
+    for (Kernel k : {Kernel::kMemcpy, Kernel::kStreamCopy, Kernel::kAddStream}) {
+      double gbs = collie::limits::measureMemory(k, kDram, threads, runs);
+      printLimit(collie::limits::kernelName(k), threads, kDram, gbs);
+      if (threads == 2 && k == Kernel::kAddStream) add2 = gbs;
+      if (threads == 2 && k == Kernel::kStreamCopy) copy2 = gbs;
+    }
+  }
+  printLimit("add_f32_cached", 1, kCache,
+             collie::limits::measureMemory(Kernel::kAddCached, kCache, 1, runs));
+  printLimit("memcpy", 1, kCache, collie::limits::measureMemory(Kernel::kMemcpy, kCache, 1, runs));
+  collie::limits::TcpRates tcp = collie::limits::measureTcp(quick ? 0.3 : 1.0);
+  if (tcp.ok) {
+    printLimit("tcp_loopback_oneway", 1, 0, tcp.oneWayGBs);
+    printLimit("tcp_loopback_bidir_per_direction", 2, 0, tcp.bidirGBs);
+  } else {
+    fprintf(stderr, "collie-limits: the loopback TCP probe failed\n");
+  }
+  if (add2 > 0 && copy2 > 0) {
+    printf("bound name=shm ranks=2 GBps=%.3f from=add_f32_stream:%.3f,copy_stream:%.3f\n",
+           1.0 / (1.0 / add2 + 1.0 / copy2), add2, copy2);
+  }
+  if (tcp.ok) {
+    printf("bound name=tcp ranks=2 GBps=%.3f from=tcp_loopback_bidir_per_direction:%.3f\n",
+           tcp.bidirGBs, tcp.bidirGBs);
+  }
+  return tcp.ok && add2 > 0 ? 0 : 1;
+}

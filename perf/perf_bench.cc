@@ -1,0 +1,363 @@
+// The measuring loop of collie-perf (see perf_bench.h).
+#include "perf/perf_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "perf/perf_data.h"
+
+namespace collie::perf {
+
+const char* const kKnownAlgorithms[] = {"ring", "recursive_doubling", "shm_direct"};
+const int kNumKnownAlgorithms = sizeof(kKnownAlgorithms) / sizeof(kKnownAlgorithms[0]);
+
+void FreeDeleter::operator()(void* p) const { free(p); }
+
+namespace {
+
+Buffer allocate(size_t bytes) {
+  constexpr size_t kAlign = 4096;
+  size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (rounded < bytes) return nullptr;
+  char* p = static_cast<char*>(aligned_alloc(kAlign, rounded ? rounded : kAlign));
+  // Touching every page now keeps first-touch page faults out of the timed loops.
+  if (p) memset(p, 0, rounded);
+  return Buffer(p);
+}
+
+std::string shortHostName() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  char* dot = strchr(host, '.');
+  if (dot) *dot = '\0';
+  return host;
+}
+
+}  // namespace
+
+Bench::Bench(const Options& options, const CollDesc& coll, collieComm_t comm, int rank, int nranks)
+    : o_(options), coll_(coll), comm_(comm), rank_(rank), nranks_(nranks) {}
+
+bool Bench::setUp() {
+  std::string why;
+  send_ = allocate(o_.maxBytes);
+  recv_ = allocate(o_.maxBytes);
+  if (!send_ || !recv_) why = "cannot allocate 2 x " + std::to_string(o_.maxBytes) + " bytes";
+  if (coll_.hasRoot && o_.root >= nranks_) {
+    why = "root " + std::to_string(o_.root) + " is not a rank of " + std::to_string(nranks_);
+  }
+  if (why.empty() && rank_ == 0 && !o_.csvPath.empty() && !csv_.open(o_.csvPath)) {
+    why = "cannot write CSV file " + o_.csvPath + ": " + strerror(errno);
+  }
+  if (why.empty() && rank_ == 0 && !o_.jsonPath.empty()) {
+    // Opened now (and rewritten at the end) so that a bad path fails before any timing.
+    FILE* f = fopen(o_.jsonPath.c_str(), "w");
+    if (!f) why = "cannot write JSON file " + o_.jsonPath + ": " + strerror(errno);
+    if (f) fclose(f);
+  }
+  if (!why.empty()) fprintf(stderr, "collie-perf: rank %d: %s\n", rank_, why.c_str());
+  return reduceInt(why.empty() ? 0 : 1, collieMax) == 0;
+}
+
+std::vector<RankInfo> Bench::gatherRanks() {
+  // A gather made of one sum: each rank fills only its own slot, the others are zero.
+  constexpr size_t kHostBytes = 64;
+  std::vector<uint8_t> hosts(kHostBytes * nranks_, 0);
+  std::string host = shortHostName().substr(0, kHostBytes - 1);
+  memcpy(&hosts[kHostBytes * rank_], host.data(), host.size());
+  std::vector<int64_t> pids(nranks_, 0);
+  pids[rank_] = getpid();
+  useAlgo(false);
+  check(collieAllReduce(hosts.data(), hosts.data(), hosts.size(), collieUint8, collieSum, comm_,
+                        nullptr));
+  check(collieAllReduce(pids.data(), pids.data(), pids.size(), collieInt64, collieSum, comm_,
+                        nullptr));
+  std::vector<RankInfo> ranks;
+  for (int r = 0; r < nranks_; ++r) {
+    const char* name = reinterpret_cast<const char*>(&hosts[kHostBytes * r]);
+    ranks.push_back({r, static_cast<int>(pids[r]), std::string(name, strnlen(name, kHostBytes))});
+  }
+  return ranks;
+}
+
+bool Bench::runTable(const std::string& algo, collieDataType_t dtype, collieRedOp_t op, int sweep) {
+  const TypeInfo& type = typeInfo(dtype);
+  sweep_ = sweep;
+  table_ = "";
+  barrier();
+  // A name this build lacks: an error when asked for by name, a skipped table under --algo all.
+  if (!algo.empty()) {
+    collieResult_t set = collieCommSetAlgorithm(comm_, algo.c_str());
+    if (set == collieInvalidArgument && o_.algo == "all") {
+      if (rank_ == 0 && sweep == 0)
+        printf("# algorithm %s is not in this build: skipped\n", algo.c_str());
+      check(collieCommSetAlgorithm(comm_, nullptr));
+      return false;
+    }
+    check(set);
+    current_ = algo;
+  }
+  table_ = algo;
+  // The first warm-up call tells whether the algorithm runs this collective at all: a forced
+  // algorithm that cannot is refused before any data moves, the same way on every rank.
+  size_t first = countFor(o_.minBytes, type);
+  collieResult_t probe = runColl(first, dtype, op, false, 0);
+  if (probe == collieInvalidArgument && !algo.empty()) {
+    if (rank_ == 0 && std::find(skipped_.begin(), skipped_.end(), algo) == skipped_.end()) {
+      printf("# algorithm %s does not run %s here: skipped (%s)\n", algo.c_str(), coll_.name,
+             collieGetLastError(comm_));
+    }
+    skipped_.push_back(algo);
+    return false;
+  }
+  check(probe);
+  bool print = rank_ == 0 && o_.repeat == 1;
+  if (print && !algo.empty() && algo != header_) {
+    printAlgorithmHeader(stdout, algo.c_str(), showAlgo());
+    header_ = algo;
+  }
+  // Warm every size the run will touch (doubling, as nccl-tests does) before timing any.
+  for (size_t size = o_.minBytes;;) {
+    for (int it = 0; it < o_.warmupIters; ++it)
+      check(runColl(countFor(size, type), dtype, op, false, it));
+    size_t next = size ? size * 2 : 1;
+    if (next <= size || next > o_.maxBytes) break;
+    size = next;
+  }
+  int root = coll_.hasRoot ? o_.root : -1;
+  for (size_t size = o_.minBytes;;) {
+    size_t count = countFor(size, type);
+    if (print) printRowPreamble(stdout, count * type.size, count, type.name, opLabel(op), root);
+    rowAlgos_.clear();
+    benchOne(count, dtype, op, false);
+    benchOne(count, dtype, op, true);
+    if (print && showAlgo()) printRowAlgo(stdout, rowAlgos_.c_str());
+    if (print) printRowEnd(stdout);
+    size_t next = nextSize(size);
+    if (next <= size || next > o_.maxBytes) break;
+    size = next;
+  }
+  return true;
+}
+
+void Bench::finish() {
+  if (rank_ != 0) return;
+  double factor = coll_.busFactor(nranks_);
+  if (o_.repeat > 1) {
+    std::string table = "\x01";  // no table yet
+    for (size_t i = 0; i + 1 < results_.size(); i += 2) {
+      const Result& r = results_[i];
+      if (r.table != table) {
+        table = r.table;
+        if (!table.empty()) printAlgorithmHeader(stdout, table.c_str(), table == "auto");
+      }
+      printRowPreamble(stdout, r.bytes, r.count, r.type.c_str(), r.op.c_str(), r.root);
+      std::string picks;
+      for (const Result* p : {&results_[i], &results_[i + 1]}) {
+        double us = p->medianUs();
+        double alg = bandwidthGBs(p->bytes, us, 1.0), bus = bandwidthGBs(p->bytes, us, factor);
+        printRowBody(stdout, us, alg, bus, p->checked, p->wrong);
+        csv_.writeRow(p->bytes, p->count, p->type.c_str(), p->op.c_str(), p->inPlace, us, alg, bus,
+                      p->checked, p->wrong);
+        std::string pick = p->algos.empty() ? "" : p->algos.back();
+        if (picks.empty())
+          picks = pick;
+        else if (pick != picks)
+          picks += "/" + pick;
+      }
+      if (r.table == "auto") printRowAlgo(stdout, picks.c_str());
+      printRowEnd(stdout);
+    }
+    printRepeatSummary(stdout, o_.repeat, factor, results_);
+  }
+  if (!o_.jsonPath.empty()) {
+    RunInfo info{coll_.name, nranks_, o_.algo, o_.transport, o_.repeat, factor};
+    if (!writeJson(o_.jsonPath, info, results_)) {
+      fprintf(stderr, "collie-perf: cannot write JSON file %s: %s\n", o_.jsonPath.c_str(),
+              strerror(errno));
+      jsonFailed_ = true;
+    }
+  }
+}
+
+int Bench::totalErrors() { return static_cast<int>(reduceInt(localErrors_, collieSum)); }
+
+void Bench::check(collieResult_t result) {
+  if (result == collieSuccess) return;
+  const char* detail = collieGetLastError(comm_);
+  fprintf(stderr, "collie-perf: rank %d: %s: %s\n", rank_, collieGetErrorString(result),
+          detail ? detail : "");
+  // Abort rather than destroy: it unblocks the peers, which would otherwise wait for this rank.
+  collieCommAbort(comm_);
+  exit(1);
+}
+
+size_t Bench::nextSize(size_t size) const {
+  // An overflow returns a size <= the current one, which ends the caller's loop.
+  if (o_.stepFactor <= 1) return size + o_.stepBytes;
+  if (size == 0) return 1;  // 0 * factor would never grow (nccl-tests loops forever)
+  size_t factor = static_cast<size_t>(o_.stepFactor);
+  return size > SIZE_MAX / factor ? size : size * factor;
+}
+
+// Collectives that split the data into n blocks round the count down to a multiple of n.
+size_t Bench::countFor(size_t size, const TypeInfo& type) const {
+  size_t count = size / type.size;
+  return coll_.sendCount(count, nranks_) == count && coll_.recvCount(count, nranks_) == count
+             ? count
+             : count / nranks_ * nranks_;
+}
+
+void Bench::useAlgo(bool measured) {
+  std::string want = measured ? table_ : std::string();
+  if (want == current_) return;
+  check(collieCommSetAlgorithm(comm_, want.empty() ? nullptr : want.c_str()));
+  current_ = want;
+}
+
+void Bench::barrier() {
+  useAlgo(false);
+  check(collieBarrier(comm_));
+}
+
+int64_t Bench::reduceInt(int64_t value, collieRedOp_t op) {
+  useAlgo(false);
+  check(collieAllReduce(&value, &value, 1, collieInt64, op, comm_, nullptr));
+  return value;
+}
+
+double Bench::reduceDouble(double value, collieRedOp_t op) {
+  useAlgo(false);
+  check(collieAllReduce(&value, &value, 1, collieFloat64, op, comm_, nullptr));
+  return value;
+}
+
+// Successive iterations walk through the buffers so that a small size is not always served
+// from the same cache lines (the nccl-tests offset scheme).
+CollCall Bench::call(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
+                     int iter) {
+  size_t bytes = count * typeInfo(dtype).size;
+  size_t steps = bytes ? std::max<size_t>(1, o_.maxBytes / bytes) : 1;
+  size_t shift = bytes * (static_cast<size_t>(iter) % steps);
+  return CollCall{
+      comm_,  rank_, nranks_, o_.root, dtype, op, count, send_.get() + shift, recv_.get() + shift,
+      inPlace};
+}
+
+collieResult_t Bench::runColl(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
+                              int iter) {
+  useAlgo(true);
+  return coll_.run(call(count, dtype, op, inPlace, iter));
+}
+
+double Bench::timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace) {
+  using Clock = std::chrono::steady_clock;
+  barrier();
+  Clock::duration collOnly{};
+  Clock::time_point start = Clock::now();
+  for (int it = 0; it < o_.iters; ++it) {
+    Clock::time_point t0 = Clock::now();
+    check(runColl(count, dtype, op, inPlace, it));
+    if (o_.blocking == 3) collOnly += Clock::now() - t0;
+    if (o_.blocking == 1 || o_.blocking == 3) barrier();
+  }
+  Clock::duration total = o_.blocking == 3 ? collOnly : Clock::now() - start;
+  // Read before the time reductions below, which are collectives of their own.
+  useAlgo(true);
+  const char* name = "";
+  check(collieCommLastAlgorithm(comm_, &name));
+  picked_ = name ? name : "";
+  double sec = std::chrono::duration<double>(total).count() / o_.iters;
+  switch (o_.average) {
+    case 0:
+      return reduceDouble(rank_ == 0 ? sec : 0.0, collieSum);
+    case 1:
+      return reduceDouble(sec, collieSum) / nranks_;
+    case 2:
+      return reduceDouble(sec, collieMin);
+    default:
+      return reduceDouble(sec, collieMax);
+  }
+}
+
+int64_t Bench::checkResults(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace) {
+  int64_t wrong = 0;
+  for (int c = 0; c < o_.check; ++c) {
+    int rep = ++rep_;
+    CollCall cc = call(count, dtype, op, inPlace, 0);
+    coll_.fill(cc, rep);
+    check(runColl(count, dtype, op, inPlace, 0));
+    int64_t local = coll_.check(cc, rep);
+    if (local) ++localErrors_;
+    wrong = reduceInt(local, collieSum);
+    if (wrong) break;
+  }
+  return wrong;
+}
+
+void Bench::benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace) {
+  const TypeInfo& type = typeInfo(dtype);
+  // Timed on checkable data too, so that the inputs are realistic numbers, not zeros.
+  if (o_.check) coll_.fill(call(count, dtype, op, inPlace, 0), 0);
+  check(runColl(count, dtype, op, inPlace, 0));
+  double sec = timeIterations(count, dtype, op, inPlace);
+  double bytes = static_cast<double>(count * type.size);
+  double algBw = sec > 0 ? bytes / 1.0e9 / sec : 0.0;
+  double busBw = algBw * coll_.busFactor(nranks_);
+  barrier();
+  int64_t wrong = checkResults(count, dtype, op, inPlace);
+  Result& r = record(count, type, op, inPlace);
+  r.timesUs.push_back(sec * 1.0e6);
+  r.algos.push_back(picked_);
+  r.wrong = std::max(r.wrong, wrong);
+  if (rowAlgos_.empty())
+    rowAlgos_ = picked_;
+  else if (rowAlgos_ != picked_)
+    rowAlgos_ += "/" + picked_;
+  if (rank_ == 0 && o_.repeat == 1) {
+    printRowBody(stdout, sec * 1.0e6, algBw, busBw, o_.check > 0, wrong);
+    csv_.writeRow(count * type.size, count, type.name, opLabel(op), inPlace, sec * 1.0e6, algBw,
+                  busBw, o_.check > 0, wrong);
+  }
+  if (rank_ == 0 && progress_) {
+    fprintf(stderr, "collie-perf: sweep %d/%d %s%s%s %zu B %s %s %s: %.2f us, busbw %.3f GB/s%s\n",
+            sweep_ + 1, o_.repeat, coll_.name, table_.empty() ? "" : " ", table_.c_str(),
+            count * type.size, type.name, opLabel(op), inPlace ? "in-place" : "out-of-place",
+            sec * 1.0e6, busBw, wrong ? ", WRONG" : "");
+  }
+  bwSum_ += busBw;
+  ++bwCount_;
+}
+
+Result& Bench::record(size_t count, const TypeInfo& type, collieRedOp_t op, bool inPlace) {
+  // Results are appended in sweep order on the first sweep and revisited in the same order
+  // on the next ones.
+  if (sweep_ == 0) {
+    Result r;
+    r.bytes = count * type.size;
+    r.count = count;
+    r.type = type.name;
+    r.op = opLabel(op);
+    r.inPlace = inPlace;
+    r.checked = o_.check > 0;
+    r.root = coll_.hasRoot ? o_.root : -1;
+    r.table = table_;
+    results_.push_back(r);
+    return results_.back();
+  }
+  if (sweep_ != lastSweep_) {
+    lastSweep_ = sweep_;
+    cursor_ = 0;
+  }
+  return results_[cursor_++];
+}
+
+const char* Bench::opLabel(collieRedOp_t op) const { return coll_.hasOp ? opName(op) : "none"; }
+
+}  // namespace collie::perf

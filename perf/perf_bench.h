@@ -1,0 +1,94 @@
+// The measuring loop of collie-perf: for one collective, every (algorithm, datatype, op) table
+// over the size sweep, timed, checked, repeated -R times, and reported (table, CSV, JSON).
+// Only the public C API is used, so it measures what an application would get.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collie/collie.h"
+#include "perf/perf_collectives.h"
+#include "perf/perf_data.h"
+#include "perf/perf_options.h"
+#include "perf/perf_report.h"
+#include "perf/perf_results.h"
+
+namespace collie::perf {
+
+// Every algorithm name collie-perf tries for --algo all; those a build or a collective lacks
+// are skipped with a line saying so.
+extern const char* const kKnownAlgorithms[];
+extern const int kNumKnownAlgorithms;
+
+struct FreeDeleter {
+  void operator()(void* p) const;
+};
+using Buffer = std::unique_ptr<char, FreeDeleter>;
+
+class Bench {
+ public:
+  Bench(const Options& options, const CollDesc& coll, collieComm_t comm, int rank, int nranks);
+
+  // Buffers, CSV and JSON files; every rank learns whether any rank failed, so all stop together.
+  bool setUp();
+  std::vector<RankInfo> gatherRanks();
+  // One table: algo "" keeps the library's choice, "auto" asks for it and names its pick.
+  // False when the algorithm cannot run this collective here (on every rank alike).
+  bool runTable(const std::string& algo, collieDataType_t dtype, collieRedOp_t op, int sweep);
+  // After the last sweep: median rows (when repeated), summary, CSV and JSON.
+  void finish();
+
+  int totalErrors();
+  double avgBusBw() const { return bwCount_ ? bwSum_ / bwCount_ : 0.0; }
+  bool jsonFailed() const { return jsonFailed_; }
+  void setProgress(bool on) { progress_ = on; }
+
+ private:
+  void check(collieResult_t result);
+  size_t nextSize(size_t size) const;
+  size_t countFor(size_t size, const TypeInfo& type) const;
+  // The forced algorithm applies to measured calls only; barriers and time reductions run
+  // with the library's choice, whatever is being measured.
+  void useAlgo(bool measured);
+  void barrier();
+  int64_t reduceInt(int64_t value, collieRedOp_t op);
+  double reduceDouble(double value, collieRedOp_t op);
+  CollCall call(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace, int iter);
+  collieResult_t runColl(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
+                         int iter);
+  double timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
+  int64_t checkResults(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
+  void benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
+  Result& record(size_t count, const TypeInfo& type, collieRedOp_t op, bool inPlace);
+  const char* opLabel(collieRedOp_t op) const;
+  bool showAlgo() const { return table_ == "auto"; }
+
+  const Options& o_;
+  const CollDesc& coll_;
+  collieComm_t comm_;
+  int rank_;
+  int nranks_;
+  Buffer send_;
+  Buffer recv_;
+  CsvWriter csv_;
+  int rep_ = 0;
+  int64_t localErrors_ = 0;  // checks in which this rank saw a wrong element
+  double bwSum_ = 0;
+  int bwCount_ = 0;
+  std::vector<Result> results_;  // sweep order; every sweep measures the same list
+  int sweep_ = 0;
+  int lastSweep_ = 0;
+  size_t cursor_ = 0;
+  bool progress_ = false;
+  bool jsonFailed_ = false;
+  std::string table_;     // the algorithm of the table being measured ("" library default)
+  std::string current_;   // what the communicator is set to now
+  std::string picked_;    // the algorithm the last timed call ran
+  std::string rowAlgos_;  // out-of-place[/in-place] picks of the row being printed
+  std::string header_;    // the algorithm whose table header was printed last
+  std::vector<std::string> skipped_;  // algorithms that cannot run this collective
+};
+
+}  // namespace collie::perf

@@ -1,0 +1,190 @@
+// Tests of the performance suite: collie-limits' bounds follow from its own probes, the peer
+// drivers check their sums, perf/compare writes every output it promises, and collie-micro
+// runs. Parts whose peer library or tool is not installed skip and say why.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#ifndef COLLIE_BIN_DIR
+#define COLLIE_BIN_DIR "."
+#endif
+#ifndef COLLIE_SOURCE_DIR
+#define COLLIE_SOURCE_DIR "."
+#endif
+
+namespace collie {
+namespace {
+
+const std::string kBin = COLLIE_BIN_DIR;
+
+struct Outcome {
+  int exitCode = -1;
+  std::string out;
+};
+
+// Bounded by timeout(1), so that a hung run fails the test instead of the whole ctest run.
+Outcome runCommand(const std::string& command, int seconds = 120) {
+  Outcome outcome;
+  FILE* pipe = popen(("timeout " + std::to_string(seconds) + " " + command).c_str(), "r");
+  if (!pipe) return outcome;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) outcome.out.append(buf, n);
+  int status = pclose(pipe);
+  if (WIFEXITED(status)) outcome.exitCode = WEXITSTATUS(status);
+  return outcome;
+}
+
+bool exists(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+bool haveCommand(const std::string& name) {
+  return runCommand("sh -c 'command -v " + name + "' >/dev/null").exitCode == 0;
+}
+
+size_t countOf(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// "key=value" words of the first line that starts with prefix and has name=<name>.
+std::map<std::string, std::string> fieldsOf(const std::string& out, const std::string& prefix,
+                                            const std::string& name) {
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind(prefix + " ", 0) != 0) continue;
+    std::map<std::string, std::string> f;
+    std::istringstream words(line.substr(prefix.size()));
+    std::string w;
+    while (words >> w) {
+      size_t eq = w.find('=');
+      if (eq != std::string::npos) f[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    if (f["name"] == name) return f;
+  }
+  return {};
+}
+
+TEST(PerfSuite, LimitsBoundsFollowFromTheProbes) {
+  Outcome run = runCommand(kBin + "/collie-limits --quick");
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  // The shm bound is 1/(1/R + 1/C) of the two-thread add and copy lines printed above it.
+  double r = 0, c = 0;
+  std::istringstream lines(run.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find("threads=2") == std::string::npos) continue;
+    double v = std::stod(line.substr(line.find("GBps=") + 5));
+    if (line.find("name=add_f32_stream ") != std::string::npos) r = v;
+    if (line.find("name=copy_stream ") != std::string::npos) c = v;
+  }
+  ASSERT_GT(r, 0) << run.out;
+  ASSERT_GT(c, 0) << run.out;
+  auto shm = fieldsOf(run.out, "bound", "shm");
+  ASSERT_FALSE(shm.empty()) << run.out;
+  EXPECT_NEAR(std::stod(shm["GBps"]), 1.0 / (1.0 / r + 1.0 / c), 0.002) << run.out;
+  auto tcp = fieldsOf(run.out, "bound", "tcp");
+  auto bidir = fieldsOf(run.out, "limit", "tcp_loopback_bidir_per_direction");
+  ASSERT_FALSE(tcp.empty()) << run.out;
+  EXPECT_EQ(tcp["GBps"], bidir["GBps"]) << run.out;
+  EXPECT_GT(std::stod(tcp["GBps"]), 0.01) << run.out;
+}
+
+TEST(PerfSuite, MpiDriverChecksItsSums) {
+  if (!exists(kBin + "/collie-peer-mpi") || !haveCommand("mpirun")) {
+    GTEST_SKIP() << "OpenMPI is not installed (apt-get install openmpi-bin libopenmpi-dev)";
+  }
+  std::string root = geteuid() == 0 ? " --allow-run-as-root" : "";
+  Outcome run = runCommand("mpirun -n 2" + root + " " + kBin +
+                           "/collie-peer-mpi -b 8 -e 32K -f 8 -n 3 -R 2 --label t 2>&1");
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  EXPECT_EQ(countOf(run.out, "result system=t ranks=2 "), 5u) << run.out;  // 8 .. 32K by 8
+  EXPECT_EQ(countOf(run.out, " wrong=0"), 5u) << run.out;
+  EXPECT_EQ(countOf(run.out, "version Open MPI"), 1u) << run.out;
+}
+
+TEST(PerfSuite, GlooDriverChecksItsSums) {
+  if (!exists(kBin + "/collie-peer-gloo")) {
+    GTEST_SKIP() << "Gloo is not installed (apt-get install libgloo-dev), so no driver was built";
+  }
+  for (const char* algo : {"ring", "ring_chunked", "halving_doubling"}) {
+    char dir[] = "/tmp/collie-gloo-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    Outcome run = runCommand(kBin + "/collie-run -n 2 " + kBin + "/collie-peer-gloo --algo " +
+                             algo + " --store " + dir + " -b 8 -e 4K -f 8 -n 2 -R 2 2>&1");
+    runCommand(std::string("rm -rf ") + dir);
+    ASSERT_EQ(run.exitCode, 0) << algo << ": " << run.out;
+    EXPECT_EQ(countOf(run.out, " wrong=0"), 4u) << algo << ": " << run.out;
+  }
+}
+
+TEST(PerfSuite, CompareWritesTablesCsvJsonAndPlot) {
+  if (!haveCommand("python3")) GTEST_SKIP() << "python3 is not installed";
+  char dir[] = "/tmp/collie-compare-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string out = dir;
+  Outcome run =
+      runCommand(std::string("python3 ") + COLLIE_SOURCE_DIR + "/perf/compare --bin " + kBin +
+                     " --max 64 --quick --systems collie-shm,collie-tcp,mpi-vader," +
+                     "gloo-ring --out " + out + " 2>&1",
+                 300);
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  for (const char* size : {"### 8 B", "### 16 B", "### 64 B"}) {
+    EXPECT_TRUE(run.out.find(size) != std::string::npos) << size << "\n" << run.out;
+  }
+  EXPECT_TRUE(run.out.find("## Physical limits") != std::string::npos) << run.out;
+  EXPECT_TRUE(run.out.find("## Targets") != std::string::npos) << run.out;
+  // Every row's busbw is recomputed here from its bytes and time (2 ranks: factor 1).
+  std::string check =
+      "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d[\"results\"]; "
+      "ok=[x for x in r if \"error\" not in x]; "
+      "print(len(r), len(ok), all(abs(x[\"busbw\"]-x[\"bytes\"]/(x[\"time_us\"]*1e3))<1e-9 and "
+      "x[\"wrong\"]==0 for x in ok), sorted(set(x[\"system\"] for x in ok)), "
+      "bool(d[\"machine\"][\"cpu\"]), \"shm\" in d[\"limits\"][\"bounds\"])' " +
+      out + "/results.json";
+  Outcome parsed = runCommand(check);
+  ASSERT_EQ(parsed.exitCode, 0) << parsed.out;
+  int systems = 2 + exists(kBin + "/collie-peer-mpi") + exists(kBin + "/collie-peer-gloo");
+  std::string want = std::to_string(3 * systems) + " " + std::to_string(3 * systems) + " True ";
+  EXPECT_EQ(parsed.out.rfind(want, 0), 0u) << parsed.out << "\n" << run.out;
+  EXPECT_TRUE(parsed.out.find("True True\n") != std::string::npos) << parsed.out;
+  std::ifstream csv(out + "/results.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header.rfind("system,family,cls,ranks,bytes,", 0), 0u) << header;
+  if (haveCommand("gnuplot")) {
+    std::ifstream png(out + "/busbw.png", std::ios::binary);
+    char magic[4] = {};
+    png.read(magic, 4);
+    EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+  }
+  runCommand("rm -rf " + out);
+}
+
+TEST(PerfSuite, MicroBenchmarksRun) {
+  if (!exists(kBin + "/collie-micro")) {
+    GTEST_SKIP() << "Google Benchmark is not installed (apt-get install libbenchmark-dev)";
+  }
+  Outcome run = runCommand(kBin +
+                           "/collie-micro --benchmark_filter='frame|pingpong|reduce/float/sum' "
+                           "--benchmark_min_time=0.01 2>&1");
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  for (const char* name : {"frame/encode", "frame/check", "shm/pingpong/8", "tcp/pingpong/8",
+                           "reduce/float/sum/1048576", "one_way_us="}) {
+    EXPECT_TRUE(run.out.find(name) != std::string::npos) << name << "\n" << run.out;
+  }
+  EXPECT_TRUE(run.out.find("ERROR") == std::string::npos) << run.out;
+}
+
+}  // namespace
+}  // namespace collie
