@@ -281,7 +281,7 @@ TEST(ColliePerf, AlgoAllPrintsATablePerAlgorithm) {
   // An algorithm that cannot run a collective is skipped with a line, not an error.
   Outcome rs = runPerf(2, "reduce_scatter -b 64 -e 4K -f 8 -n 2 --algo all");
   ASSERT_EQ(rs.exitCode, 0) << rs.out;
-  EXPECT_TRUE(contains(rs.out, "# algorithm shm_direct does not run reduce_scatter here: skipped"))
+  EXPECT_TRUE(contains(rs.out, "# algorithm recursive_doubling does not run reduce_scatter here: skipped"))
       << rs.out;
   EXPECT_TRUE(contains(rs.out, "# Algorithm: ring")) << rs.out;
 }
