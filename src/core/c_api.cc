@@ -103,6 +103,20 @@ Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count,
                              ": sendbuff and recvbuff overlap without being equal (in place "
                              "needs sendbuff == recvbuff)");
   }
+  return classifyBuffers(op, &a);
+}
+
+Status classifyBuffers(const char* op, CollArgs* a) {
+  if (a->count == 0) return Status::ok();
+  PointerInfo s = classifyPointer(a->send), r = classifyPointer(a->recv);
+  if (s.kind != r.kind || s.device != r.device)
+    return invalidArgument(std::string(op) + ": sendbuff is " + memoryKindName(s.kind) + " memory" +
+                           (s.device >= 0 ? " on device " + std::to_string(s.device) : "") +
+                           " but recvbuff is " + memoryKindName(r.kind) + " memory" +
+                           (r.device >= 0 ? " on device " + std::to_string(r.device) : "") +
+                           "; both must live in the same place");
+  a->memory = s.kind;
+  a->device = s.device;
   return Status::ok();
 }
 
@@ -204,14 +218,13 @@ collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t coun
                                void* stream) {
   return collie::guarded(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
-    if (stream != nullptr)
-      return collie::invalidArgument(
-          "allreduce: a stream was given but this build has no device support (pass NULL for "
-          "host memory)");
     collie::CollArgs a;
     COLLIE_RETURN_IF_ERROR(collie::makeCollArgs(
         collie::Collective::kAllReduce, sendbuff, recvbuff, count, collie::enumBits(datatype),
         collie::enumBits(op), -1, comm->impl->size(), &a));
+    // Host memory ignores the stream and returns with the result; device memory is enqueued
+    // on the stream and returns at once.
+    if (a.memory == collie::MemoryKind::kCuda) return comm->impl->runDevice(a, stream);
     return comm->impl->run(a);
   });
 }
