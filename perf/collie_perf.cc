@@ -1,5 +1,6 @@
 // collie-perf: measures collie's all-reduce the way nccl-tests' all_reduce_perf measures NCCL's,
-// on host memory, one rank per process, and prints the same table.
+// on host memory (or device memory with --device), one rank per process, and prints the same
+// table.
 //
 // It uses only the public C API, so it measures what an application would get. Every rank runs
 // the same sequence of collectives; only rank 0 prints. Rank times are combined with an
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "collie/collie.h"
+#include "perf/device_memory.h"
 #include "perf/perf_data.h"
 #include "perf/perf_options.h"
 #include "perf/perf_report.h"
@@ -74,8 +76,8 @@ std::string shortHostName() {
 
 class Bench {
  public:
-  Bench(const Options& options, collieComm_t comm, int rank, int nranks)
-      : o_(options), comm_(comm), rank_(rank), nranks_(nranks) {}
+  Bench(const Options& options, collieComm_t comm, int rank, int nranks, DeviceMemory* dev)
+      : o_(options), comm_(comm), rank_(rank), nranks_(nranks), dev_(dev) {}
 
   // Buffers and the CSV file; every rank learns whether any rank failed, so all stop together.
   bool setUp() {
@@ -142,6 +144,19 @@ class Bench {
     if (result != collieSuccess) failLibrary(result, comm_, std::to_string(rank_));
   }
 
+  void checkDevice(bool ok, const std::string& why) {
+    if (ok) return;
+    fprintf(stderr, "collie-perf: rank %d: %s\n", rank_, why.c_str());
+    if (comm_) collieCommAbort(comm_);
+    exit(1);
+  }
+
+  // After the device's queued collectives (no-op for host buffers).
+  void syncDevice() {
+    std::string why;
+    if (dev_) checkDevice(dev_->sync(&why), why);
+  }
+
   size_t nextSize(size_t size) const {
     // An overflow returns a size <= the current one, which ends the caller's loop.
     if (o_.stepFactor <= 1) return size + o_.stepBytes;
@@ -170,15 +185,21 @@ class Bench {
     size_t bytes = count * typeInfo(dtype).size;
     size_t steps = bytes ? o_.maxBytes / bytes : 1;
     size_t shift = bytes * (static_cast<size_t>(iter) % steps);
-    char* recv = recv_.get() + shift;
-    const char* send = inPlace ? recv : send_.get() + shift;
-    check(collieAllReduce(send, recv, count, dtype, op, comm_, nullptr));
+    char* recv = (dev_ ? dev_->recv() : recv_.get()) + shift;
+    const char* send = inPlace ? recv : (dev_ ? dev_->send() : send_.get()) + shift;
+    check(collieAllReduce(send, recv, count, dtype, op, comm_, dev_ ? dev_->stream() : nullptr));
   }
 
   // Fresh inputs in the buffer the collective reads (recv when in place), and a zeroed result.
   void prepare(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace, int rep) {
-    memset(recv_.get(), 0, count * typeInfo(dtype).size);
+    const size_t bytes = count * typeInfo(dtype).size;
+    memset(recv_.get(), 0, bytes);
     fillInput(inPlace ? recv_.get() : send_.get(), count, dtype, op, nranks_, rank_, rep);
+    if (dev_) {
+      std::string why;
+      checkDevice(dev_->toDevice(dev_->recv(), recv_.get(), bytes, &why), why);
+      if (!inPlace) checkDevice(dev_->toDevice(dev_->send(), send_.get(), bytes, &why), why);
+    }
   }
 
   // Seconds per iteration, as every rank agrees on it (-a picks how ranks combine).
@@ -190,9 +211,11 @@ class Bench {
     for (int it = 0; it < o_.iters; ++it) {
       Clock::time_point t0 = Clock::now();
       runColl(count, dtype, op, inPlace, it);
+      if (o_.blocking != 0) syncDevice();
       if (o_.blocking == 3) collOnly += Clock::now() - t0;
       if (o_.blocking == 1 || o_.blocking == 3) barrier();
     }
+    syncDevice();
     Clock::duration total = o_.blocking == 3 ? collOnly : Clock::now() - start;
     double sec = std::chrono::duration<double>(total).count() / o_.iters;
     switch (o_.average) {
@@ -214,6 +237,11 @@ class Bench {
       int rep = ++rep_;
       prepare(count, dtype, op, inPlace, rep);
       runColl(count, dtype, op, inPlace, 0);
+      if (dev_) {
+        std::string why;
+        checkDevice(dev_->toHost(recv_.get(), dev_->recv(), count * typeInfo(dtype).size, &why),
+                    why);
+      }
       int64_t local = countWrong(recv_.get(), count, dtype, op, nranks_, rep);
       if (local) ++localErrors_;
       wrong = reduceInt(local, collieSum);
@@ -247,6 +275,7 @@ class Bench {
   collieComm_t comm_;
   int rank_;
   int nranks_;
+  DeviceMemory* dev_;  // null for host buffers
   Buffer send_;
   Buffer recv_;
   int32_t barrierWord_ = 0;
@@ -257,7 +286,25 @@ class Bench {
   int bwCount_ = 0;
 };
 
+int localRankFromEnv() {
+  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+    const char* value = getenv(name);
+    if (value && *value) return atoi(value);
+  }
+  return 0;
+}
+
 int run(const Options& o) {
+  // The device first: the communicator (NCCL's in particular) works on the current one.
+  DeviceMemory dev;
+  if (o.device) {
+    std::string why;
+    if (!dev.setUp(localRankFromEnv(), o.maxBytes, &why)) {
+      fprintf(stderr, "collie-perf: rank %s: %s\n", rankFromEnv().c_str(), why.c_str());
+      return 1;
+    }
+  }
+  if (o.backend == "nccl") setenv("COLLIE_BACKEND", "nccl", 1);
   collieComm_t comm = nullptr;
   collieResult_t result = collieCommInitFromEnv(&comm);
   if (result != collieSuccess) failLibrary(result, nullptr, rankFromEnv());
@@ -268,7 +315,7 @@ int run(const Options& o) {
     failLibrary(result, comm, rankFromEnv());
   }
 
-  Bench bench(o, comm, rank, nranks);
+  Bench bench(o, comm, rank, nranks, o.device ? &dev : nullptr);
   if (!bench.setUp()) {
     collieCommDestroy(comm);
     return 1;

@@ -17,7 +17,7 @@
 namespace collie::perf {
 namespace {
 
-enum LongOnly { kCsv = 1000 };
+enum LongOnly { kCsv = 1000, kDevice, kBackend };
 
 const option kLongOptions[] = {
     {"minbytes", required_argument, nullptr, 'b'},
@@ -35,6 +35,8 @@ const option kLongOptions[] = {
     {"nthreads", required_argument, nullptr, 't'},
     {"ngpus", required_argument, nullptr, 'g'},
     {"csv", required_argument, nullptr, kCsv},
+    {"device", no_argument, nullptr, kDevice},
+    {"backend", required_argument, nullptr, kBackend},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
@@ -160,6 +162,16 @@ bool applyFlag(int flag, const char* arg, Options* o, std::string* error) {
       }
       o->csvPath = arg;
       return true;
+    case kDevice:
+      o->device = true;
+      return true;
+    case kBackend:
+      if (std::strcmp(arg, "collie") != 0 && std::strcmp(arg, "nccl") != 0) {
+        *error = std::string("invalid backend '") + arg + "' (collie, nccl)";
+        return false;
+      }
+      o->backend = arg;
+      return true;
     default:
       *error = "unhandled option";
       return false;
@@ -175,6 +187,10 @@ bool validate(const Options& o, std::string* error) {
   }
   if (o.stepFactor <= 1 && o.stepBytes == 0 && o.minBytes < o.maxBytes) {
     *error = "stepbytes must be > 0 when stepfactor is 0 or 1";
+    return false;
+  }
+  if (o.backend == "nccl" && !o.device) {
+    *error = "--backend nccl needs --device (NCCL reduces device buffers only)";
     return false;
   }
   return true;
@@ -240,6 +256,8 @@ void printUsage(FILE* out) {
           "(default 3)\n"
           "\t[-t,--nthreads 1] [-g,--ngpus 1] (one rank per process)\n"
           "\t[--csv <file> also write one row per size and placement to file (rank 0)]\n"
+          "\t[--device] CUDA device buffers, on GPU LOCAL_RANK modulo the visible GPUs\n"
+          "\t[--backend <collie/nccl>] nccl: device collectives go to NCCL (default collie)\n"
           "\t[-h,--help]\n"
           "Sizes take K, M or G suffixes (binary units). Start ranks with collie-run -n N, or "
           "mpirun / srun.\n");

@@ -27,6 +27,8 @@ struct Options {
   int blocking = 0;  // 0 none, 1 barrier after each iteration, 2 wait only, 3 barrier untimed
   int average = 3;   // how ranks' times combine: 0 rank 0, 1 mean, 2 min, 3 max
   std::string csvPath;
+  bool device = false;              // --device: CUDA device buffers (GPU LOCAL_RANK % visible)
+  std::string backend = "collie";  // --backend: collie, or nccl (sets COLLIE_BACKEND)
 };
 
 enum class ParseOutcome {

@@ -177,7 +177,8 @@ TEST(ColliePerf, BadFlagsExitTwo) {
   EXPECT_TRUE(contains(unknown.out, "USAGE")) << unknown.out;
 
   for (const char* flags :
-       {"-d float128", "-o mean", "-b 1Q", "-n 0", "-b 2M -e 1M", "-z 7", "-w"}) {
+       {"-d float128", "-o mean", "-b 1Q", "-n 0", "-b 2M -e 1M", "-z 7", "-w",
+        "--backend bogus", "--backend nccl"}) {
     Outcome bad = runCommand(kPerf + " " + flags + " 2>&1");
     EXPECT_EQ(bad.exitCode, 2) << flags << ": " << bad.out;
   }
@@ -189,6 +190,14 @@ TEST(ColliePerf, BadFlagsExitTwo) {
 
   Outcome launched = runPerf(2, "--no-such-flag 2>&1");
   EXPECT_NE(launched.exitCode, 0) << launched.out;
+}
+
+// --device where no GPU is visible (or the build has no CUDA): a clear failure, not a crash.
+TEST(ColliePerf, DeviceWithoutAGpuSaysWhy) {
+  Outcome o = runPerf(1, "--device -b 1M -e 1M -n 2 2>&1");
+  if (o.exitCode == 0) GTEST_SKIP() << "a GPU is present: tests/gpu/device_check.sh covers --device";
+  EXPECT_EQ(o.exitCode, 1) << o.out;
+  EXPECT_TRUE(contains(o.out, "--device")) << o.out;
 }
 
 }  // namespace
