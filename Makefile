@@ -32,11 +32,13 @@ demo:
 	$(BUILD)/bin/collie-run -n 2 $(BUILD)/bin/collie-train --epochs 10 --batch 128 --lr 0.1 \
 	  --momentum 0.5 --metrics $(BUILD)/demo-metrics.csv --plot $(BUILD)/demo-curves.png
 
-# Unit tests in parallel, multi-process tests one at a time (they time real deadlines), then
-# the same under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Unit tests in parallel, multi-process tests one at a time (they time real deadlines), the GPU
+# tests (they skip without a GPU), then the same under AddressSanitizer and
+# UndefinedBehaviorSanitizer (host paths only: CUDA is off there).
 test: build
 	cd $(BUILD) && ctest -L unit -j $(JOBS) --output-on-failure
 	cd $(BUILD) && ctest -L multiproc --output-on-failure
+	cd $(BUILD) && ctest -L gpu --output-on-failure --no-tests=ignore
 	$(MAKE) test-sanitize
 
 test-sanitize: deps
