@@ -50,12 +50,14 @@ bench:
 bench-micro: build
 	$(BUILD)/bin/collie-micro --benchmark_counters_tabular=true $(MICRO_ARGS)
 
-# Unit tests in parallel, multi-process tests one at a time (they time real deadlines), then
-# the same under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Unit tests in parallel, multi-process tests one at a time (they time real deadlines), the GPU
+# tests (they skip without a GPU), then the same under AddressSanitizer and
+# UndefinedBehaviorSanitizer (host paths only: CUDA is off there).
 test: build
 	@bash tools/install_deps.sh $(TEST_PACKAGES)
 	cd $(BUILD) && ctest -L unit -j $(JOBS) --output-on-failure
 	cd $(BUILD) && ctest -L multiproc --output-on-failure
+	cd $(BUILD) && ctest -L gpu --output-on-failure --no-tests=ignore
 	$(MAKE) test-sanitize
 
 test-sanitize: deps

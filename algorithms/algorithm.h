@@ -35,6 +35,7 @@ struct CollArgs {
   collieRedOp_t op = collieSum;
   int root = -1;
   MemoryKind memory = MemoryKind::kHost;
+  int device = -1;  // the CUDA device of kCuda buffers
 };
 
 // Link parameters for the cost model: a message costs alpha + bytes / beta, and reducing

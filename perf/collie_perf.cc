@@ -1,5 +1,6 @@
 // collie-perf: measures collie's all-reduce the way nccl-tests' all_reduce_perf measures NCCL's,
-// on host memory, one rank per process, and prints the same table.
+// on host memory (or device memory with --device), one rank per process, and prints the same
+// table.
 //
 // It uses only the public C API, so it measures what an application would get. Every rank runs
 // the same sequence of collectives; only rank 0 prints. Rank times are combined with an
@@ -21,6 +22,7 @@
 #include "collie/collie.h"
 #include "perf/perf_bench.h"
 #include "perf/perf_collectives.h"
+#include "perf/device_memory.h"
 #include "perf/perf_data.h"
 #include "perf/perf_options.h"
 #include "perf/perf_report.h"
@@ -76,8 +78,30 @@ std::vector<std::string> algorithmTables(const Options& o) {
   return all;
 }
 
+int localRankFromEnv() {
+  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+    const char* value = getenv(name);
+    if (value && *value) return atoi(value);
+  }
+  return 0;
+}
+
 int run(const Options& o) {
   applyEnvironment(o);
+  // The device first: the communicator (NCCL's in particular) works on the current one.
+  DeviceMemory dev;
+  if (o.device && o.collective != "all_reduce") {
+    fprintf(stderr, "collie-perf: --device measures all_reduce only in this build\n");
+    return 2;
+  }
+  if (o.device) {
+    std::string why;
+    if (!dev.setUp(localRankFromEnv(), o.maxBytes, &why)) {
+      fprintf(stderr, "collie-perf: rank %s: %s\n", rankFromEnv().c_str(), why.c_str());
+      return 1;
+    }
+  }
+  if (o.backend == "nccl") setenv("COLLIE_BACKEND", "nccl", 1);
   collieComm_t comm = nullptr;
   collieResult_t result = collieCommInitFromEnv(&comm);
   if (result != collieSuccess) failLibrary(result, nullptr, rankFromEnv());
@@ -89,7 +113,7 @@ int run(const Options& o) {
   }
 
   const CollDesc& coll = *findCollective(o.collective);
-  Bench bench(o, coll, comm, rank, nranks);
+  Bench bench(o, coll, comm, rank, nranks, o.device ? &dev : nullptr);
   bench.setProgress(wantProgress(o));
   if (!bench.setUp()) {
     collieCommDestroy(comm);

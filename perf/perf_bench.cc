@@ -41,8 +41,45 @@ std::string shortHostName() {
 
 }  // namespace
 
-Bench::Bench(const Options& options, const CollDesc& coll, collieComm_t comm, int rank, int nranks)
-    : o_(options), coll_(coll), comm_(comm), rank_(rank), nranks_(nranks) {}
+Bench::Bench(const Options& options, const CollDesc& coll, collieComm_t comm, int rank, int nranks,
+             DeviceMemory* dev)
+    : o_(options), coll_(coll), comm_(comm), rank_(rank), nranks_(nranks), dev_(dev) {}
+
+void Bench::deviceOrDie(bool ok, const std::string& why) {
+  if (ok) return;
+  fprintf(stderr, "collie-perf: rank %d: %s\n", rank_, why.c_str());
+  if (comm_) collieCommAbort(comm_);
+  exit(1);
+}
+
+void Bench::syncDevice() {
+  std::string why;
+  if (dev_) deviceOrDie(dev_->sync(&why), why);
+}
+
+CollCall Bench::hostCall(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace) {
+  return CollCall{comm_, rank_, nranks_, o_.root, dtype, op, count, send_.get(), recv_.get(),
+                  inPlace};
+}
+
+void Bench::fillInputs(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
+                       int rep) {
+  coll_.fill(hostCall(count, dtype, op, inPlace), rep);
+  if (!dev_) return;
+  const size_t bytes = count * typeInfo(dtype).size;
+  std::string why;
+  deviceOrDie(dev_->toDevice(dev_->recv(), recv_.get(), bytes, &why), why);
+  if (!inPlace) deviceOrDie(dev_->toDevice(dev_->send(), send_.get(), bytes, &why), why);
+}
+
+int64_t Bench::checkOutputs(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
+                            int rep) {
+  if (dev_) {
+    std::string why;
+    deviceOrDie(dev_->toHost(recv_.get(), dev_->recv(), count * typeInfo(dtype).size, &why), why);
+  }
+  return coll_.check(hostCall(count, dtype, op, inPlace), rep);
+}
 
 bool Bench::setUp() {
   std::string why;
@@ -245,9 +282,10 @@ CollCall Bench::call(size_t count, collieDataType_t dtype, collieRedOp_t op, boo
   size_t bytes = count * typeInfo(dtype).size;
   size_t steps = bytes ? std::max<size_t>(1, o_.maxBytes / bytes) : 1;
   size_t shift = bytes * (static_cast<size_t>(iter) % steps);
-  return CollCall{
-      comm_,  rank_, nranks_, o_.root, dtype, op, count, send_.get() + shift, recv_.get() + shift,
-      inPlace};
+  char* send = (dev_ ? dev_->send() : send_.get()) + shift;
+  char* recv = (dev_ ? dev_->recv() : recv_.get()) + shift;
+  return CollCall{comm_, rank_, nranks_, o_.root, dtype, op, count, send, recv, inPlace,
+                  dev_ ? dev_->stream() : nullptr};
 }
 
 collieResult_t Bench::runColl(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
@@ -264,9 +302,11 @@ double Bench::timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t
   for (int it = 0; it < o_.iters; ++it) {
     Clock::time_point t0 = Clock::now();
     check(runColl(count, dtype, op, inPlace, it));
+    if (o_.blocking != 0) syncDevice();
     if (o_.blocking == 3) collOnly += Clock::now() - t0;
     if (o_.blocking == 1 || o_.blocking == 3) barrier();
   }
+  syncDevice();
   Clock::duration total = o_.blocking == 3 ? collOnly : Clock::now() - start;
   // Read before the time reductions below, which are collectives of their own.
   useAlgo(true);
@@ -290,10 +330,9 @@ int64_t Bench::checkResults(size_t count, collieDataType_t dtype, collieRedOp_t 
   int64_t wrong = 0;
   for (int c = 0; c < o_.check; ++c) {
     int rep = ++rep_;
-    CollCall cc = call(count, dtype, op, inPlace, 0);
-    coll_.fill(cc, rep);
+    fillInputs(count, dtype, op, inPlace, rep);
     check(runColl(count, dtype, op, inPlace, 0));
-    int64_t local = coll_.check(cc, rep);
+    int64_t local = checkOutputs(count, dtype, op, inPlace, rep);
     if (local) ++localErrors_;
     wrong = reduceInt(local, collieSum);
     if (wrong) break;
@@ -304,8 +343,9 @@ int64_t Bench::checkResults(size_t count, collieDataType_t dtype, collieRedOp_t 
 void Bench::benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace) {
   const TypeInfo& type = typeInfo(dtype);
   // Timed on checkable data too, so that the inputs are realistic numbers, not zeros.
-  if (o_.check) coll_.fill(call(count, dtype, op, inPlace, 0), 0);
+  if (o_.check) fillInputs(count, dtype, op, inPlace, 0);
   check(runColl(count, dtype, op, inPlace, 0));
+  syncDevice();
   double sec = timeIterations(count, dtype, op, inPlace);
   double bytes = static_cast<double>(count * type.size);
   double algBw = sec > 0 ? bytes / 1.0e9 / sec : 0.0;

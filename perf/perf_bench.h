@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collie/collie.h"
+#include "perf/device_memory.h"
 #include "perf/perf_collectives.h"
 #include "perf/perf_data.h"
 #include "perf/perf_options.h"
@@ -29,7 +30,9 @@ using Buffer = std::unique_ptr<char, FreeDeleter>;
 
 class Bench {
  public:
-  Bench(const Options& options, const CollDesc& coll, collieComm_t comm, int rank, int nranks);
+  // dev: device buffers to measure (--device), or null for host memory.
+  Bench(const Options& options, const CollDesc& coll, collieComm_t comm, int rank, int nranks,
+        DeviceMemory* dev = nullptr);
 
   // Buffers, CSV and JSON files; every rank learns whether any rank failed, so all stop together.
   bool setUp();
@@ -56,6 +59,14 @@ class Bench {
   int64_t reduceInt(int64_t value, collieRedOp_t op);
   double reduceDouble(double value, collieRedOp_t op);
   CollCall call(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace, int iter);
+  // The host buffers of iteration 0, where inputs are made and results checked; with device
+  // buffers they are copied down before the call and the result up after it.
+  CollCall hostCall(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
+  void fillInputs(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace, int rep);
+  int64_t checkOutputs(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
+                       int rep);
+  void deviceOrDie(bool ok, const std::string& why);
+  void syncDevice();
   collieResult_t runColl(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
                          int iter);
   double timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
@@ -70,6 +81,7 @@ class Bench {
   collieComm_t comm_;
   int rank_;
   int nranks_;
+  DeviceMemory* dev_;  // null for host buffers
   Buffer send_;
   Buffer recv_;
   CsvWriter csv_;

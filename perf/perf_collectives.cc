@@ -69,31 +69,31 @@ const CollDesc& desc(const char* name) {
 collieResult_t runAllReduce(const CollCall& c) {
   const CollDesc& d = desc("all_reduce");
   return collieAllReduce(sendPointer(d, c), recvPointer(d, c), c.count, c.dtype, c.op, c.comm,
-                         nullptr);
+                         c.stream);
 }
 
 collieResult_t runReduceScatter(const CollCall& c) {
   const CollDesc& d = desc("reduce_scatter");
   return collieReduceScatter(sendPointer(d, c), recvPointer(d, c), block(c.count, c.nranks),
-                             c.dtype, c.op, c.comm, nullptr);
+                             c.dtype, c.op, c.comm, c.stream);
 }
 
 collieResult_t runAllGather(const CollCall& c) {
   const CollDesc& d = desc("all_gather");
   return collieAllGather(sendPointer(d, c), recvPointer(d, c), block(c.count, c.nranks), c.dtype,
-                         c.comm, nullptr);
+                         c.comm, c.stream);
 }
 
 collieResult_t runBroadcast(const CollCall& c) {
   const CollDesc& d = desc("broadcast");
   return collieBroadcast(sendPointer(d, c), recvPointer(d, c), c.count, c.dtype, c.root, c.comm,
-                         nullptr);
+                         c.stream);
 }
 
 collieResult_t runReduce(const CollCall& c) {
   const CollDesc& d = desc("reduce");
   return collieReduce(sendPointer(d, c), recvPointer(d, c), c.count, c.dtype, c.op, c.root, c.comm,
-                      nullptr);
+                      c.stream);
 }
 
 // Inputs go where run() reads them; the output region is zeroed first so that a collective

@@ -27,6 +27,7 @@ struct CollCall {
   char* send;    // the base of this iteration's send window
   char* recv;    // and of its receive window
   bool inPlace;
+  void* stream = nullptr;  // the CUDA stream for device buffers (--device), else null
 };
 
 struct CollDesc {

@@ -18,7 +18,7 @@
 namespace collie::perf {
 namespace {
 
-enum LongOnly { kCsv = 1000, kJson, kAlgo, kTransport, kProgress };
+enum LongOnly { kCsv = 1000, kJson, kAlgo, kTransport, kProgress, kDevice, kBackend };
 
 const option kLongOptions[] = {
     {"minbytes", required_argument, nullptr, 'b'},
@@ -41,6 +41,8 @@ const option kLongOptions[] = {
     {"transport", required_argument, nullptr, kTransport},
     {"repeat", required_argument, nullptr, 'R'},
     {"progress", required_argument, nullptr, kProgress},
+    {"device", no_argument, nullptr, kDevice},
+    {"backend", required_argument, nullptr, kBackend},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
@@ -193,6 +195,16 @@ bool applyFlag(int flag, const char* arg, Options* o, std::string* error) {
       return intFlag("repeat", 1, 1000, &o->repeat);
     case kProgress:
       return intFlag("progress", 0, 1, &o->progress);
+    case kDevice:
+      o->device = true;
+      return true;
+    case kBackend:
+      if (std::strcmp(arg, "collie") != 0 && std::strcmp(arg, "nccl") != 0) {
+        *error = std::string("invalid backend '") + arg + "' (collie, nccl)";
+        return false;
+      }
+      o->backend = arg;
+      return true;
     default:
       *error = "unhandled option";
       return false;
@@ -208,6 +220,10 @@ bool validate(const Options& o, std::string* error) {
   }
   if (o.stepFactor <= 1 && o.stepBytes == 0 && o.minBytes < o.maxBytes) {
     *error = "stepbytes must be > 0 when stepfactor is 0 or 1";
+    return false;
+  }
+  if (o.backend == "nccl" && !o.device) {
+    *error = "--backend nccl needs --device (NCCL reduces device buffers only)";
     return false;
   }
   return true;
@@ -285,6 +301,8 @@ void printUsage(FILE* out) {
           "and a min/median summary follows (default 1)\n"
           "\t[--progress <0/1>] a line per size on stderr (default: on when stdout is not a "
           "terminal or a --csv/--json file is written)\n"
+          "\t[--device] CUDA device buffers, on GPU LOCAL_RANK modulo the visible GPUs\n"
+          "\t[--backend <collie/nccl>] nccl: device collectives go to NCCL (default collie)\n"
           "\t[-h,--help]\n"
           "Sizes are per-rank totals (nccl-tests): the send vector of reduce_scatter, the receive "
           "vector of all_gather. busbw factors: all_reduce 2(n-1)/n, reduce_scatter and "

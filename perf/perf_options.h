@@ -33,6 +33,8 @@ struct Options {
   std::string transport;  // --transport: COLLIE_TRANSPORT before init ("" = unchanged)
   int repeat = 1;         // -R: sweeps; above 1 the table shows medians and a min/median summary
   int progress = -1;      // --progress: 1 on, 0 off, -1 when stdout is no terminal or a file is set
+  bool device = false;              // --device: CUDA device buffers (GPU LOCAL_RANK % visible)
+  std::string backend = "collie";  // --backend: collie, or nccl (sets COLLIE_BACKEND)
 };
 
 enum class ParseOutcome {

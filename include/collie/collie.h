@@ -98,8 +98,10 @@ collieResult_t collieCommUserRank(const collieComm_t comm, int* rank);
  * collieInProgress while init has not finished. */
 collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncError);
 
-/* sendbuff may equal recvbuff (in place). stream: NULL for host memory. Blocking for host
- * memory: returns when the result is in recvbuff. */
+/* sendbuff may equal recvbuff (in place). Host memory: blocking, returns when the result is in
+ * recvbuff; stream is ignored. CUDA device memory (builds with CUDA): enqueued on stream (a
+ * cudaStream_t; NULL is the legacy default stream) and returns at once; later work on the
+ * stream sees the result, and a failure shows in collieCommGetAsyncError. */
 collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                collieDataType_t datatype, collieRedOp_t op, collieComm_t comm,
                                void* stream);

@@ -38,6 +38,10 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_SHM_STREAM_BYTES", "8M",
        "out-of-place shm_direct outputs this large are written with streaming stores"},
       {"COLLIE_SHM_ONESHOT_BYTES", "32K", "largest AllReduce shm_direct does in one shot, bytes"},
+      {"COLLIE_BACKEND", "collie",
+       "collie, or nccl: device-buffer collectives go to an NCCL communicator (builds with NCCL)"},
+      {"COLLIE_CUDA_STAGING_BYTES", "8M",
+       "device buffers over host transports: pinned staging chunk, bytes (two are pipelined)"},
   };
   return kParams;
 }

@@ -15,12 +15,16 @@ class CommImpl;
 Status checkComm(const collieComm* comm);
 CommImpl* commImpl(collieComm_t comm);
 // Builds the arguments of a collective from what the user passed, checking them all: null
-// buffers, unknown dtype/op, byte counts that overflow, partially overlapping buffers. dtype and
+// buffers, unknown dtype/op, byte counts that overflow, partially overlapping buffers, send and
+// recv in different memories (it sets CollArgs::memory). dtype and
 // op arrive as raw enum bits (see enumBits) so that a value outside the enum is never loaded as
 // one.
 // rank is this rank (in-place relations and root-only buffers depend on it).
 Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype,
                     int op, int root, int rank, int nranks, CollArgs* out);
+
+// Sets a->memory and a->device from where send and recv live; they must live in one place.
+Status classifyBuffers(const char* op, CollArgs* a);
 
 // The bits of an enum argument as an int, read without loading an out-of-range enum value.
 template <typename E>

@@ -138,6 +138,22 @@ Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count,
                                               : "sendbuff == recvbuff") +
           ")");
   }
+  return classifyBuffers(op, &a);
+}
+
+Status classifyBuffers(const char* op, CollArgs* a) {
+  if (a->count == 0) return Status::ok();
+  // A buffer not used on this rank (off the root) is null: the other one decides.
+  PointerInfo s = classifyPointer(a->send != nullptr ? a->send : a->recv);
+  PointerInfo r = classifyPointer(a->recv != nullptr ? a->recv : a->send);
+  if (s.kind != r.kind || s.device != r.device)
+    return invalidArgument(std::string(op) + ": sendbuff is " + memoryKindName(s.kind) + " memory" +
+                           (s.device >= 0 ? " on device " + std::to_string(s.device) : "") +
+                           " but recvbuff is " + memoryKindName(r.kind) + " memory" +
+                           (r.device >= 0 ? " on device " + std::to_string(r.device) : "") +
+                           "; both must live in the same place");
+  a->memory = s.kind;
+  a->device = s.device;
   return Status::ok();
 }
 
@@ -239,16 +255,19 @@ static collieResult_t runCollective(collie::Collective coll, const void* sendbuf
                                     collieComm_t comm, void* stream) {
   return collie::guarded(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
-    const char* name = collie::collectiveName(coll);
-    if (stream != nullptr)
-      return collie::invalidArgument(
-          std::string(name) +
-          ": a stream was given but this build has no device support (pass NULL for host "
-          "memory)");
     collie::CollArgs a;
     COLLIE_RETURN_IF_ERROR(collie::makeCollArgs(coll, sendbuff, recvbuff, count, datatype, op,
                                                 root, comm->impl->rank(), comm->impl->size(),
                                                 &a));
+    // Host memory ignores the stream and returns with the result; device memory is enqueued
+    // on the stream and returns at once.
+    if (a.memory == collie::MemoryKind::kCuda) {
+      if (coll != collie::Collective::kAllReduce)
+        return collie::invalidArgument(std::string(collie::collectiveName(coll)) +
+                                       ": device buffers are taken by allreduce only in this "
+                                       "build; stage through host memory");
+      return comm->impl->runDevice(a, stream);
+    }
     return comm->impl->run(a);
   });
 }

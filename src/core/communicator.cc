@@ -10,11 +10,18 @@
 #include <cstdio>
 #include <cstring>
 
+#include "src/base/hex.h"
 #include "src/base/log.h"
 #include "src/base/params.h"
 #include "src/core/tuner.h"
 #ifdef COLLIE_HAVE_UCX
 #include "transports/ucx/ucx_transport.h"
+#endif
+#ifdef COLLIE_HAVE_CUDA
+#include "src/core/device_staging.h"
+#endif
+#ifdef COLLIE_HAVE_NCCL
+#include "src/backends/nccl/nccl_backend.h"
 #endif
 
 namespace collie {
@@ -47,6 +54,28 @@ Status WorkState::status() {
   if (!done_) return Status(collieInProgress, "the operation is still running");
   return status_;
 }
+
+// ---- Device state ---------------------------------------------------------------------
+
+struct DeviceState {
+#ifdef COLLIE_HAVE_CUDA
+  std::mutex mu;
+  std::unique_ptr<DeviceStaging> staging;  // guarded by mu: made by the first device call
+#endif
+#ifdef COLLIE_HAVE_NCCL
+  std::unique_ptr<NcclBackend> nccl;  // COLLIE_BACKEND=nccl
+#endif
+};
+
+void DeviceStateDeleter::operator()(DeviceState* d) const { delete d; }
+
+#ifdef COLLIE_HAVE_NCCL
+constexpr bool kHaveNccl = true;
+constexpr const char* kBuildBackends = "collie, nccl";
+#else
+constexpr bool kHaveNccl = false;
+constexpr const char* kBuildBackends = "collie";
+#endif
 
 // ---- CommImpl -------------------------------------------------------------------------
 
@@ -132,6 +161,12 @@ Status CommImpl::init(BootstrapInfo info) {
       pos = e + 1;
     }
   }
+
+  const std::string backend = params().getString("COLLIE_BACKEND");
+  if (backend != "collie" && !(backend == "nccl" && kHaveNccl))
+    return invalidArgument(where + ": COLLIE_BACKEND=" + backend +
+                           " is not a backend of this build (" + kBuildBackends + ")");
+  device_.reset(new DeviceState());
 
   if (info.server) {
     server_ = std::move(info.server);
@@ -280,8 +315,21 @@ Status CommImpl::init(BootstrapInfo info) {
   COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer%s)", rank_,
               nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks,
               anyUcx ? ", ucx to some peers" : "");
+  COLLIE_RETURN_IF_ERROR(setUpBackend(backend, hosts, deadline).withContext(where));
   progress_ = std::thread([this] { progressLoop(); });
   return Status::ok();
+}
+
+Status CommImpl::setUpBackend(const std::string& backend, const std::vector<std::string>& hosts,
+                              const Deadline& deadline) {
+  if (backend != "nccl") return Status::ok();
+#ifdef COLLIE_HAVE_NCCL
+  COLLIE_ASSIGN_OR_RETURN(device_->nccl, NcclBackend::create(store_.get(), rank_, nranks_, hosts,
+                                                             timeoutMs_, deadline));
+  return Status::ok();
+#else
+  return invalidArgument("COLLIE_BACKEND=nccl: this build has no NCCL");
+#endif
 }
 
 Status CommImpl::setUpShm(const std::vector<int>& local, const Deadline& deadline) {
@@ -307,31 +355,6 @@ Status CommImpl::setUpShm(const std::vector<int>& local, const Deadline& deadlin
   shm_->makeConnections(&conns_);
   return Status::ok();
 }
-
-#ifdef COLLIE_HAVE_UCX
-// Worker addresses travel through the store as hex: the store's values are text.
-static std::string toHex(const std::string& bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) s += kDigits[c >> 4], s += kDigits[c & 15];
-  return s;
-}
-
-static bool fromHex(const std::string& s, std::string* bytes) {
-  auto digit = [](char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-  };
-  if (s.size() % 2 != 0) return false;
-  bytes->clear();
-  for (size_t i = 0; i < s.size(); i += 2) {
-    int hi = digit(s[i]), lo = digit(s[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    *bytes += static_cast<char>(hi << 4 | lo);
-  }
-  return true;
-}
-#endif
 
 Status CommImpl::setUpUcx(std::vector<bool>* want, bool forced, const Deadline& deadline) {
 #ifdef COLLIE_HAVE_UCX
@@ -407,6 +430,7 @@ CommImpl::~CommImpl() {
     qCv_.notify_all();
     progress_.join();
   }
+  device_.reset();  // queued device ops are done: the progress thread drained the queue
   Deadline linger = Deadline::afterMs(1000);
   for (auto& c : conns_)
     if (c) c->linger(linger);
@@ -442,13 +466,95 @@ Status CommImpl::setAlgorithm(const std::string& name) {
   return Status::ok();
 }
 
-Status CommImpl::execute(const CollArgs& args) {
-  if (failed_.load()) {
-    std::lock_guard<std::mutex> l(errMu_);
-    return Status(firstError_.code(),
-                  "the communicator failed earlier and must be destroyed (collieCommAbort): " +
-                      firstError_.message());
+Status CommImpl::failedError() {
+  std::lock_guard<std::mutex> l(errMu_);
+  return Status(firstError_.code(),
+                "the communicator failed earlier and must be destroyed (collieCommAbort): " +
+                    firstError_.message());
+}
+
+Status CommImpl::execute(const CollArgs& args, DeviceOp* device) {
+  if (args.memory == MemoryKind::kHost) {
+    if (failed_.load()) return failedError();
+    return executeHost(args);
   }
+#ifdef COLLIE_HAVE_CUDA
+  DeviceOp none;
+  DeviceOp* op = device != nullptr ? device : &none;
+  DeviceStaging* staging = nullptr;
+  {
+    std::lock_guard<std::mutex> l(device_->mu);
+    staging = device_->staging.get();
+  }
+  if (failed_.load() || staging == nullptr) {
+    Status s = failed_.load() ? failedError() : internalError("device op without staging");
+    if (op->gate) op->gate->open(s);
+    return s;
+  }
+  Status s = staging->run(args, nranks_, op, Deadline::afterMs(timeoutMs_), &aborting_,
+                          [this](const CollArgs& h) { return executeHost(h); });
+  if (!s.isOk() && !failed_.load())
+    fail(s.withContext(std::string(collectiveName(args.coll)) + " on device memory, rank " +
+                       std::to_string(rank_)));
+  return s;
+#else
+  return invalidArgument("device memory given but this build has no CUDA support");
+#endif
+}
+
+Status CommImpl::ensureStaging(int device) {
+#ifdef COLLIE_HAVE_CUDA
+  std::lock_guard<std::mutex> l(device_->mu);
+  if (device_->staging) {
+    if (device_->staging->device() == device) return Status::ok();
+    return invalidArgument("device buffers on CUDA device " + std::to_string(device) +
+                           " but this communicator works on device " +
+                           std::to_string(device_->staging->device()) +
+                           " (one device per communicator, as with NCCL)");
+  }
+  COLLIE_ASSIGN_OR_RETURN(
+      device_->staging,
+      DeviceStaging::create(device,
+                            static_cast<size_t>(params().getInt("COLLIE_CUDA_STAGING_BYTES"))));
+  return Status::ok();
+#else
+  return invalidArgument("device memory given but this build has no CUDA support");
+#endif
+}
+
+Status CommImpl::runDevice(const CollArgs& args, void* stream) {
+#ifdef COLLIE_HAVE_CUDA
+  if (failed_.load()) return failedError();
+#ifdef COLLIE_HAVE_NCCL
+  if (device_->nccl) {
+    // In call order with Collie's own queued ops, as every collective is.
+    {
+      std::unique_lock<std::mutex> l(qMu_);
+      if (inFlight_ > 0) qCv_.wait(l, [&] { return inFlight_ == 0; });
+    }
+    std::lock_guard<std::mutex> e(execMu_);
+    Status s = device_->nccl->allReduce(args, stream);
+    if (!s.isOk()) fail(s);
+    return s;
+  }
+#endif
+  COLLIE_RETURN_IF_ERROR(ensureStaging(args.device));
+  auto op = std::make_shared<DeviceOp>();
+  // The stream waits at the gate a little longer than the op may take, then goes on.
+  COLLIE_RETURN_IF_ERROR(device_->staging->enqueue(stream, timeoutMs_ + 10000, op.get()));
+  {
+    std::lock_guard<std::mutex> l(qMu_);
+    queue_.push_back(Pending{args, nullptr, op});
+    ++inFlight_;
+  }
+  qCv_.notify_all();
+  return Status::ok();
+#else
+  return invalidArgument("device memory given but this build has no CUDA support");
+#endif
+}
+
+Status CommImpl::executeHost(const CollArgs& args) {
   AlgoContext ctx;
   ctx.rank = rank_;
   ctx.nranks = nranks_;
@@ -503,9 +609,18 @@ Status CommImpl::run(const CollArgs& args) {
 
 Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work) {
   *work = std::make_shared<WorkState>();
+  std::shared_ptr<DeviceOp> op;
+  if (args.memory == MemoryKind::kCuda) {
+    // No stream: the op runs when the progress thread gets to it, ordered only with the
+    // communicator's other ops.
+    COLLIE_RETURN_IF_ERROR(ensureStaging(args.device));
+#ifdef COLLIE_HAVE_CUDA
+    op = std::make_shared<DeviceOp>();
+#endif
+  }
   {
     std::lock_guard<std::mutex> l(qMu_);
-    queue_.push_back(Pending{args, *work});
+    queue_.push_back(Pending{args, *work, op});
     ++inFlight_;
   }
   qCv_.notify_all();
@@ -531,10 +646,10 @@ void CommImpl::progressLoop() {
     Status s;
     {
       std::lock_guard<std::mutex> e(execMu_);
-      s = execute(p.args);
+      s = execute(p.args, p.device.get());
     }
     if (!s.isOk()) setLastError(s.message());
-    p.work->finish(s);
+    if (p.work) p.work->finish(s);
     {
       std::lock_guard<std::mutex> l(qMu_);
       --inFlight_;
@@ -551,6 +666,9 @@ Status CommImpl::asyncError() {
 void CommImpl::abort() {
   aborting_.store(true);
   std::lock_guard<std::mutex> e(execMu_);  // the running op sees the flag and returns
+#ifdef COLLIE_HAVE_NCCL
+  if (device_ && device_->nccl) device_->nccl->abort();
+#endif
   fail(Status(collieRemoteError, "rank " + std::to_string(rank_) + " called collieCommAbort"));
 }
 

@@ -17,10 +17,19 @@
 #include "algorithms/algorithm.h"
 #include "src/core/bootstrap.h"
 #include "src/core/store.h"
+#include "src/core/stream_gate.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace collie {
+
+struct DeviceOp;
+// What a communicator holds for device memory (staging, the NCCL backend); defined where the
+// build has them.
+struct DeviceState;
+struct DeviceStateDeleter {
+  void operator()(DeviceState* d) const;
+};
 
 // The completion of one asynchronous call.
 class WorkState {
@@ -51,6 +60,10 @@ class CommImpl {
   Status run(const CollArgs& args);
   // Queued to the progress thread; ops run in call order with the blocking ones.
   Status runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work);
+  // Device memory (args.memory kCuda): enqueued on stream (a cudaStream_t; null is the legacy
+  // default stream), returning before the op completes; errors that come later are the
+  // communicator's async error. With COLLIE_BACKEND=nccl the op goes to NCCL.
+  Status runDevice(const CollArgs& args, void* stream);
 
   // First error of any op (collieSuccess if none); the communicator stays failed after it.
   Status asyncError();
@@ -66,7 +79,12 @@ class CommImpl {
  private:
   CommImpl() = default;
   Status init(BootstrapInfo info);
-  Status execute(const CollArgs& args);  // caller holds execMu_
+  Status execute(const CollArgs& args, DeviceOp* device = nullptr);  // caller holds execMu_
+  Status executeHost(const CollArgs& args);                          // caller holds execMu_
+  Status failedError();
+  Status setUpBackend(const std::string& backend, const std::vector<std::string>& hosts,
+                      const Deadline& deadline);
+  Status ensureStaging(int device);
   Status setUpShm(const std::vector<int>& local, const Deadline& deadline);
   // Exchanges worker addresses with the peers in want and connects those that can; forced
   // (COLLIE_TRANSPORT lists ucx) makes any failure an error, else a peer falls back to tcp.
@@ -94,6 +112,7 @@ class CommImpl {
   std::atomic<const char*> lastAlgo_{""};
   LinkModel link_;
   std::unique_ptr<Poller> poller_;
+  std::unique_ptr<DeviceState, DeviceStateDeleter> device_;
   std::vector<char> scratch_;  // guarded by execMu_
   uint64_t seq_ = 0;           // guarded by execMu_
 
@@ -107,7 +126,8 @@ class CommImpl {
   // The asynchronous queue.
   struct Pending {
     CollArgs args;
-    std::shared_ptr<WorkState> work;
+    std::shared_ptr<WorkState> work;   // null for device ops on a stream
+    std::shared_ptr<DeviceOp> device;  // device memory: the stream bookkeeping
   };
   std::mutex qMu_;
   std::condition_variable qCv_;

@@ -5,10 +5,9 @@
 #include <cstdint>
 
 #include "collie/collie.h"
+#include "src/memory/memory_kind.h"
 
 namespace collie {
-
-enum class MemoryKind { kHost = 0, kCuda = 1 };
 
 // dst[i] = a[i] OP b[i] for i < count. dst may alias a or b exactly (in place); partial overlap
 // is not allowed. Pointers need no alignment. collieAvg reduces as collieSum: the caller scales

@@ -12,6 +12,7 @@
 #include "collie/collie.h"
 #include "collie/collie.hpp"
 #include "src/base/time.h"
+#include "src/memory/memory_kind.h"
 #include "tests/harness/process_world.h"
 
 namespace collie {
@@ -57,9 +58,12 @@ TEST_F(ErrorsTest, BadArgumentsGetInvalidArgumentWithMessage) {
             collieInvalidArgument, "unknown reduction op");
   expectErr(collieAllReduce(buf, buf + 1, 3, collieFloat32, collieSum, c, nullptr),
             collieInvalidArgument, "overlap");
+  // Host memory ignores the stream (device memory would be enqueued on it).
   int fakeStream = 0;
-  expectErr(collieAllReduce(buf, buf, 4, collieFloat32, collieSum, c, &fakeStream),
-            collieInvalidArgument, "stream");
+  float viaStream[4];
+  EXPECT_EQ(collieAllReduce(buf, viaStream, 4, collieFloat32, collieSum, c, &fakeStream),
+            collieSuccess);
+  EXPECT_EQ(viaStream[3], buf[3]);
   // Null buffers with count 0 are fine, as in NCCL.
   EXPECT_EQ(collieAllReduce(nullptr, nullptr, 0, collieFloat32, collieSum, c, nullptr),
             collieSuccess);
@@ -310,7 +314,9 @@ constexpr const char* kNotATransport = "ucx";  // a build without UCX has no suc
 
 TEST(EnvInit, UnknownAlgorithmOrTransportIsRejectedAtInit) {
   for (auto kv : std::vector<std::pair<std::string, std::string>>{
-           {"COLLIE_ALGO", "bogus"}, {"COLLIE_TRANSPORT", kNotATransport}}) {
+           {"COLLIE_ALGO", "bogus"},
+           {"COLLIE_TRANSPORT", kNotATransport},
+           {"COLLIE_BACKEND", "bogus"}}) {
     WorldOptions opt;
     opt.env = {kv};
     auto out = runWorld(1, opt, [kv](int, Reporter& rep) {
@@ -322,6 +328,22 @@ TEST(EnvInit, UnknownAlgorithmOrTransportIsRejectedAtInit) {
     });
     expectAllPassed(out);
   }
+}
+
+// Without a GPU (or without NCCL in the build) the NCCL backend cannot start: init says so.
+TEST(EnvInit, NcclBackendWithoutAGpuFailsAtInitSayingWhy) {
+  std::string why;
+  if (cudaDeviceCount(&why) > 0) GTEST_SKIP() << "a GPU is present: the GPU tests cover this";
+  WorldOptions opt;
+  opt.env = {{"COLLIE_BACKEND", "nccl"}};
+  auto out = runWorld(1, opt, [](int, Reporter& rep) {
+    collieComm_t c = nullptr;
+    collieResult_t r = collieCommInitFromEnv(&c);
+    std::string msg = collieGetLastError(nullptr);
+    if (r == collieSuccess || msg.find("COLLIE_BACKEND=nccl") == std::string::npos)
+      rep.fail(std::to_string(r) + ": " + msg);
+  });
+  expectAllPassed(out);
 }
 
 // What mpirun puts in the environment (no MASTER_*): ranks on one host find each other.

@@ -180,7 +180,8 @@ TEST(ColliePerf, BadFlagsExitTwo) {
   EXPECT_TRUE(contains(unknown.out, "USAGE")) << unknown.out;
 
   for (const char* flags :
-       {"-d float128", "-o mean", "-b 1Q", "-n 0", "-b 2M -e 1M", "-z 7", "-w"}) {
+       {"-d float128", "-o mean", "-b 1Q", "-n 0", "-b 2M -e 1M", "-z 7", "-w",
+        "--backend bogus", "--backend nccl"}) {
     Outcome bad = runCommand(kPerf + " " + flags + " 2>&1");
     EXPECT_EQ(bad.exitCode, 2) << flags << ": " << bad.out;
   }
@@ -313,7 +314,9 @@ TEST(ColliePerf, EveryCollectiveIsCheckedWithItsBusFactor) {
       EXPECT_EQ(r.root, c.root) << c.coll;
       EXPECT_EQ(r.wrong[0], "0") << c.coll << " " << r.type << " " << r.bytes;
       EXPECT_EQ(r.wrong[1], "0") << c.coll << " " << r.type << " " << r.bytes << " in place";
-      if (r.type == "float" && r.bytes <= 1024) EXPECT_EQ(r.count, c.count) << c.coll;
+      if (r.type == "float" && r.bytes <= 1024) {
+        EXPECT_EQ(r.count, c.count) << c.coll;
+      }
     }
     if (runCommand("sh -c 'command -v python3' >/dev/null").exitCode == 0) {
       Outcome ratio = runCommand(
@@ -392,6 +395,14 @@ TEST(ColliePerf, ProgressGoesToStderr) {
   ASSERT_EQ(quiet.exitCode, 0);
   EXPECT_FALSE(contains(readFile(log), "collie-perf: sweep"));
   unlink(log.c_str());
+}
+
+// --device where no GPU is visible (or the build has no CUDA): a clear failure, not a crash.
+TEST(ColliePerf, DeviceWithoutAGpuSaysWhy) {
+  Outcome o = runPerf(1, "--device -b 1M -e 1M -n 2 2>&1");
+  if (o.exitCode == 0) GTEST_SKIP() << "a GPU is present: tests/gpu/device_check.sh covers --device";
+  EXPECT_EQ(o.exitCode, 1) << o.out;
+  EXPECT_TRUE(contains(o.out, "--device")) << o.out;
 }
 
 }  // namespace

@@ -1,0 +1,222 @@
+// NcclBackend (see nccl_backend.h). The communicator is non-blocking (config.blocking = 0) so
+// that its init and every call can be waited for with a deadline instead of hanging.
+#include "src/backends/nccl/nccl_backend.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "src/backends/nccl/nccl_bootstrap.h"
+#include "src/base/log.h"
+
+namespace collie {
+
+struct NcclApi {
+  decltype(&ncclGetUniqueId) getUniqueId = nullptr;
+  decltype(&ncclCommInitRankConfig) initRankConfig = nullptr;
+  decltype(&ncclAllReduce) allReduce = nullptr;
+  decltype(&ncclCommFinalize) finalize = nullptr;
+  decltype(&ncclCommDestroy) destroy = nullptr;
+  decltype(&ncclCommAbort) abort = nullptr;
+  decltype(&ncclCommGetAsyncError) asyncError = nullptr;
+  decltype(&ncclGetErrorString) errorString = nullptr;
+  decltype(&ncclGetLastError) lastError = nullptr;
+};
+
+namespace {
+
+#ifndef COLLIE_NCCL_LIBDIR
+#define COLLIE_NCCL_LIBDIR ""
+#endif
+
+// Loaded once per process; the library stays loaded (NCCL keeps threads of its own).
+StatusOr<const NcclApi*> loadNccl() {
+  static std::once_flag once;
+  static NcclApi api;
+  static std::string error;
+  std::call_once(once, [] {
+    void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    std::string tried = "libnccl.so.2";
+    if (h == nullptr && COLLIE_NCCL_LIBDIR[0] != '\0') {
+      std::string p = std::string(COLLIE_NCCL_LIBDIR) + "/libnccl.so.2";
+      tried += ", " + p;
+      h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
+    if (h == nullptr) {
+      error = "cannot load NCCL (tried " + tried + "): " + dlerror() +
+              " (add NCCL's lib folder to LD_LIBRARY_PATH)";
+      return;
+    }
+    bool ok = true;
+    auto sym = [&](auto* fn, const char* name) {
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(h, name));
+      if (*fn == nullptr) ok = false, error = std::string("libnccl lacks ") + name;
+    };
+    sym(&api.getUniqueId, "ncclGetUniqueId");
+    sym(&api.initRankConfig, "ncclCommInitRankConfig");
+    sym(&api.allReduce, "ncclAllReduce");
+    sym(&api.finalize, "ncclCommFinalize");
+    sym(&api.destroy, "ncclCommDestroy");
+    sym(&api.abort, "ncclCommAbort");
+    sym(&api.asyncError, "ncclCommGetAsyncError");
+    sym(&api.errorString, "ncclGetErrorString");
+    sym(&api.lastError, "ncclGetLastError");
+    if (!ok) api.getUniqueId = nullptr;
+  });
+  if (api.getUniqueId == nullptr) return systemError(error);
+  return &api;
+}
+
+ncclDataType_t ncclType(collieDataType_t t) {
+  switch (t) {
+    case collieInt8:
+      return ncclInt8;
+    case collieUint8:
+      return ncclUint8;
+    case collieInt32:
+      return ncclInt32;
+    case collieUint32:
+      return ncclUint32;
+    case collieInt64:
+      return ncclInt64;
+    case collieUint64:
+      return ncclUint64;
+    case collieFloat16:
+      return ncclFloat16;
+    case collieFloat32:
+      return ncclFloat32;
+    case collieFloat64:
+      return ncclFloat64;
+    case collieBfloat16:
+      return ncclBfloat16;
+    default:
+      return ncclNumTypes;
+  }
+}
+
+ncclRedOp_t ncclOp(collieRedOp_t op) {
+  switch (op) {
+    case collieSum:
+      return ncclSum;
+    case collieProd:
+      return ncclProd;
+    case collieMax:
+      return ncclMax;
+    case collieMin:
+      return ncclMin;
+    case collieAvg:
+      return ncclAvg;
+    default:
+      return ncclNumOps;
+  }
+}
+
+Status cudaStatus(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return Status::ok();
+  cudaGetLastError();
+  return Status(collieUnhandledSystemError, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+}  // namespace
+
+Status NcclBackend::waitInProgress(const char* what, const Deadline& deadline) {
+  auto comm = static_cast<ncclComm_t>(comm_);
+  for (;;) {
+    ncclResult_t r = ncclInProgress;
+    ncclResult_t q = api_->asyncError(comm, &r);
+    if (q != ncclSuccess) r = q;
+    if (r == ncclSuccess) return Status::ok();
+    if (r != ncclInProgress)
+      return remoteError(std::string("NCCL ") + what + " failed: " + api_->errorString(r) + ": " +
+                         api_->lastError(comm));
+    if (deadline.expired())
+      return timeoutError(std::string("NCCL ") + what + " did not finish before the deadline " +
+                          "(see COLLIE_TIMEOUT_MS; NCCL_SOCKET_IFNAME=lo for local runs)");
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+StatusOr<std::unique_ptr<NcclBackend>> NcclBackend::create(Store* store, int rank, int nranks,
+                                                           const std::vector<std::string>& hosts,
+                                                           int64_t timeoutMs,
+                                                           const Deadline& deadline) {
+  COLLIE_ASSIGN_OR_RETURN(const NcclApi* api, loadNccl());
+  int dev = 0;
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaGetDevice(&dev), "COLLIE_BACKEND=nccl: cudaGetDevice"));
+  char bus[64] = {0};
+  COLLIE_RETURN_IF_ERROR(cudaStatus(cudaDeviceGetPCIBusId(bus, sizeof(bus) - 1, dev),
+                                    "COLLIE_BACKEND=nccl: cudaDeviceGetPCIBusId"));
+  COLLIE_RETURN_IF_ERROR(store->set("ncclgpu/" + std::to_string(rank), bus));
+  std::vector<std::string> keys, gpus(nranks);
+  for (int r = 0; r < nranks; ++r) keys.push_back("ncclgpu/" + std::to_string(r));
+  COLLIE_RETURN_IF_ERROR(store->wait(keys, deadline, nullptr));
+  for (int r = 0; r < nranks; ++r) {
+    COLLIE_ASSIGN_OR_RETURN(gpus[r], store->get(keys[r], deadline));
+  }
+  COLLIE_RETURN_IF_ERROR(checkOneGpuPerRank(hosts, gpus, rank));
+
+  std::string id;
+  auto make = [api](std::string* out) -> Status {
+    ncclUniqueId u;
+    ncclResult_t r = api->getUniqueId(&u);
+    if (r != ncclSuccess)
+      return systemError(std::string("ncclGetUniqueId: ") + api->errorString(r));
+    out->assign(u.internal, sizeof(u.internal));
+    return Status::ok();
+  };
+  COLLIE_RETURN_IF_ERROR(
+      shareNcclId(store, "ncclid", rank, NCCL_UNIQUE_ID_BYTES, make, deadline, &id));
+  ncclUniqueId u;
+  memcpy(u.internal, id.data(), sizeof(u.internal));
+
+  std::unique_ptr<NcclBackend> b(new NcclBackend());
+  b->api_ = api;
+  b->rank_ = rank;
+  b->timeoutMs_ = timeoutMs;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = api->initRankConfig(&comm, nranks, u, rank, &config);
+  b->comm_ = comm;
+  if (r != ncclSuccess && r != ncclInProgress)
+    return systemError(std::string("ncclCommInitRankConfig: ") + api->errorString(r) + ": " +
+                       api->lastError(comm));
+  COLLIE_RETURN_IF_ERROR(b->waitInProgress("communicator init", deadline));
+  COLLIE_INFO(kLogInit, "rank %d of %d: NCCL communicator on GPU %s", rank, nranks, bus);
+  return b;
+}
+
+Status NcclBackend::allReduce(const CollArgs& args, void* stream) {
+  auto comm = static_cast<ncclComm_t>(comm_);
+  ncclResult_t r = api_->allReduce(args.send, args.recv, args.count, ncclType(args.dtype),
+                                   ncclOp(args.op), comm, static_cast<cudaStream_t>(stream));
+  if (r == ncclInProgress) return waitInProgress("allreduce", Deadline::afterMs(timeoutMs_));
+  if (r != ncclSuccess)
+    return remoteError(std::string("ncclAllReduce: ") + api_->errorString(r) + ": " +
+                       api_->lastError(comm));
+  return Status::ok();
+}
+
+void NcclBackend::abort() {
+  if (comm_ != nullptr) api_->abort(static_cast<ncclComm_t>(comm_));
+  comm_ = nullptr;
+}
+
+NcclBackend::~NcclBackend() {
+  if (comm_ == nullptr) return;
+  auto comm = static_cast<ncclComm_t>(comm_);
+  ncclResult_t r = api_->finalize(comm);
+  Status s = r == ncclSuccess || r == ncclInProgress
+                 ? waitInProgress("finalize", Deadline::afterMs(timeoutMs_))
+                 : remoteError("ncclCommFinalize failed");
+  if (s.isOk())
+    api_->destroy(comm);
+  else
+    api_->abort(comm);
+}
+
+}  // namespace collie

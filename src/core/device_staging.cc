@@ -1,0 +1,159 @@
+// DeviceStaging (see device_staging.h).
+#include "src/core/device_staging.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <string>
+#include <thread>
+
+namespace collie {
+namespace {
+
+Status cudaStatus(cudaError_t e, const std::string& what) {
+  if (e == cudaSuccess) return Status::ok();
+  cudaGetLastError();
+  return Status(collieUnhandledSystemError, what + ": " + cudaGetErrorString(e));
+}
+
+#define COLLIE_CUDA_RETURN(call, what) COLLIE_RETURN_IF_ERROR(cudaStatus((call), (what)))
+
+// Polls an event until it completes, the deadline passes or an abort is asked for: a sleeping
+// wait (cudaEventSynchronize) could not be bounded.
+Status waitEvent(void* ev, const Deadline& deadline, const std::atomic<bool>* abortFlag,
+                 const char* what) {
+  for (int spins = 0;; ++spins) {
+    cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(ev));
+    if (e == cudaSuccess) return Status::ok();
+    if (e != cudaErrorNotReady) return cudaStatus(e, what);
+    if (abortFlag != nullptr && abortFlag->load())
+      return remoteError(std::string(what) + ": the communicator was aborted");
+    if (deadline.expired())
+      return timeoutError(std::string(what) +
+                          ": the device did not get there before the "
+                          "deadline (see COLLIE_TIMEOUT_MS)");
+    if (spins < 1000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void CUDART_CB gateCallback(void* p) {
+  auto* gate = static_cast<std::shared_ptr<StreamGate>*>(p);
+  (*gate)->wait();  // a failure is the communicator's async error; the stream just goes on
+  delete gate;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<DeviceStaging>> DeviceStaging::create(int device, size_t chunkBytes) {
+  std::unique_ptr<DeviceStaging> s(new DeviceStaging());
+  s->device_ = device;
+  s->chunkBytes_ = std::max<size_t>(chunkBytes & ~size_t(63), 4096);
+  COLLIE_CUDA_RETURN(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+  cudaStream_t st = nullptr;
+  COLLIE_CUDA_RETURN(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreate");
+  s->stream_ = st;
+  for (int i = 0; i < 2; ++i) {
+    void* p = nullptr;
+    COLLIE_CUDA_RETURN(cudaHostAlloc(&p, s->chunkBytes_, cudaHostAllocPortable),
+                       "cudaHostAlloc of " + std::to_string(s->chunkBytes_) + " staging bytes");
+    s->pinned_[i] = static_cast<char*>(p);
+    cudaEvent_t ev = nullptr;
+    COLLIE_CUDA_RETURN(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+    s->downDone_[i] = ev;
+  }
+  return s;
+}
+
+DeviceStaging::~DeviceStaging() {
+  if (stream_) cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
+  for (int i = 0; i < 2; ++i) {
+    if (downDone_[i]) cudaEventDestroy(static_cast<cudaEvent_t>(downDone_[i]));
+    if (pinned_[i]) cudaFreeHost(pinned_[i]);
+  }
+  if (stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+}
+
+Status DeviceStaging::enqueue(void* stream, int64_t gateTimeoutMs, DeviceOp* op) {
+  auto st = static_cast<cudaStream_t>(stream);
+  cudaEvent_t ev = nullptr;
+  COLLIE_CUDA_RETURN(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+  op->ready = ev;
+  COLLIE_CUDA_RETURN(cudaEventRecord(ev, st), "cudaEventRecord on the caller's stream");
+  op->gate = std::make_shared<StreamGate>(gateTimeoutMs);
+  auto* ref = new std::shared_ptr<StreamGate>(op->gate);
+  cudaError_t e = cudaLaunchHostFunc(st, gateCallback, ref);
+  if (e != cudaSuccess) {
+    delete ref;
+    op->gate.reset();
+    return cudaStatus(e, "cudaLaunchHostFunc on the caller's stream");
+  }
+  return Status::ok();
+}
+
+Status DeviceStaging::run(const CollArgs& args, int nranks, DeviceOp* op, const Deadline& deadline,
+                          const std::atomic<bool>* abortFlag, const HostRun& hostRun) {
+  Status s = cudaStatus(cudaSetDevice(device_), "cudaSetDevice");
+  if (s.isOk() && op->ready != nullptr)
+    s = waitEvent(op->ready, deadline, abortFlag, "waiting for the caller's stream");
+  auto st = static_cast<cudaStream_t>(stream_);
+  const size_t bytes = args.count * dtypeSize(args.dtype);
+  if (s.isOk() && nranks == 1) {
+    // Nothing to exchange: the result is the input (avg over one rank divides by one).
+    if (args.send != args.recv)
+      s = cudaStatus(cudaMemcpyAsync(args.recv, args.send, bytes, cudaMemcpyDeviceToDevice, st),
+                     "cudaMemcpyAsync");
+    if (s.isOk()) s = cudaStatus(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+  } else if (s.isOk()) {
+    s = runStaged(args, deadline, abortFlag, hostRun);
+  }
+  if (op->ready != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(op->ready));
+  op->ready = nullptr;
+  if (op->gate) op->gate->open(s);
+  return s;
+}
+
+Status DeviceStaging::runStaged(const CollArgs& args, const Deadline& deadline,
+                                const std::atomic<bool>* abortFlag, const HostRun& hostRun) {
+  auto st = static_cast<cudaStream_t>(stream_);
+  const size_t esz = dtypeSize(args.dtype);
+  const size_t perChunk = chunkBytes_ / esz;
+  const size_t nchunks = (args.count + perChunk - 1) / perChunk;
+  auto countOf = [&](size_t k) { return std::min(perChunk, args.count - k * perChunk); };
+  auto down = [&](size_t k) -> Status {
+    const char* src = static_cast<const char*>(args.send) + k * perChunk * esz;
+    COLLIE_CUDA_RETURN(
+        cudaMemcpyAsync(pinned_[k % 2], src, countOf(k) * esz, cudaMemcpyDeviceToHost, st),
+        "cudaMemcpyAsync device to host");
+    COLLIE_CUDA_RETURN(cudaEventRecord(static_cast<cudaEvent_t>(downDone_[k % 2]), st),
+                       "cudaEventRecord");
+    return Status::ok();
+  };
+  if (nchunks > 0) COLLIE_RETURN_IF_ERROR(down(0));
+  for (size_t k = 0; k < nchunks; ++k) {
+    // The stream runs in order, so chunk k+1's copy into the other slot comes after that slot's
+    // previous upload (chunk k-1) has read it.
+    if (k + 1 < nchunks) COLLIE_RETURN_IF_ERROR(down(k + 1));
+    COLLIE_RETURN_IF_ERROR(waitEvent(downDone_[k % 2], deadline, abortFlag, "staging copy"));
+    CollArgs h = args;
+    h.send = h.recv = pinned_[k % 2];
+    h.count = countOf(k);
+    h.memory = MemoryKind::kHost;
+    COLLIE_RETURN_IF_ERROR(hostRun(h));
+    char* dst = static_cast<char*>(args.recv) + k * perChunk * esz;
+    COLLIE_CUDA_RETURN(
+        cudaMemcpyAsync(dst, pinned_[k % 2], h.count * esz, cudaMemcpyHostToDevice, st),
+        "cudaMemcpyAsync host to device");
+  }
+  // The last uploads: bounded like every other wait.
+  cudaEvent_t done = nullptr;
+  COLLIE_CUDA_RETURN(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  Status s = cudaStatus(cudaEventRecord(done, st), "cudaEventRecord");
+  if (s.isOk()) s = waitEvent(done, deadline, abortFlag, "staging upload");
+  cudaEventDestroy(done);
+  return s;
+}
+
+}  // namespace collie

@@ -1,0 +1,51 @@
+// Device buffers over host transports: a collective on device memory runs on the progress
+// thread as the host schedule over pinned staging chunks. Two chunks are in flight: while the
+// host schedule reduces one, the copy stream brings the next one down and the previous result
+// back up, each step ordered by events. The user's stream is honoured: the op starts once the
+// stream has reached the call (an event) and the stream's later work waits for the result (a
+// StreamGate). Built only with CUDA; streams and events are void* here.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "algorithms/algorithm.h"
+#include "src/base/status.h"
+#include "src/base/time.h"
+#include "src/core/stream_gate.h"
+
+namespace collie {
+
+// What the caller's thread leaves for the progress thread.
+struct DeviceOp {
+  void* ready = nullptr;  // cudaEvent_t recorded on the user's stream at the call; may be null
+  std::shared_ptr<StreamGate> gate;  // the user's stream waits at it; may be null
+};
+
+class DeviceStaging {
+ public:
+  using HostRun = std::function<Status(const CollArgs&)>;
+  ~DeviceStaging();
+  // On the caller's thread (pinned allocation may synchronise the device, which must not happen
+  // while a stream waits at a gate).
+  static StatusOr<std::unique_ptr<DeviceStaging>> create(int device, size_t chunkBytes);
+  int device() const { return device_; }
+  // Caller's thread: records the ready event on stream and puts a gate in it.
+  Status enqueue(void* stream, int64_t gateTimeoutMs, DeviceOp* op);
+  // Progress thread: runs the op (hostRun runs the schedule on host buffers) and opens the gate.
+  Status run(const CollArgs& args, int nranks, DeviceOp* op, const Deadline& deadline,
+             const std::atomic<bool>* abortFlag, const HostRun& hostRun);
+
+ private:
+  DeviceStaging() = default;
+  Status runStaged(const CollArgs& args, const Deadline& deadline,
+                   const std::atomic<bool>* abortFlag, const HostRun& hostRun);
+  int device_ = 0;
+  size_t chunkBytes_ = 0;
+  void* stream_ = nullptr;  // cudaStream_t, non-blocking: never waits on the legacy stream
+  char* pinned_[2] = {};    // chunkBytes_ each
+  void* downDone_[2] = {};  // cudaEvent_t: chunk in pinned_[i] is on the host
+};
+
+}  // namespace collie

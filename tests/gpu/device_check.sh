@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# The device check: on a machine with a CUDA GPU, builds Collie with CUDA, runs the GPU unit
+# tests, measures the reduction kernels against cudaMemcpy device-to-device, and runs
+# collie-perf on device buffers for 1, 2 and 4 ranks sharing the GPU, with Collie's backend
+# and with NCCL's where NCCL accepts the launch. Writes one summary file and prints it, with
+# what was skipped and why. Without a GPU it says so and exits 0 with a "skipped" summary.
+#
+# usage: tests/gpu/device_check.sh [SUMMARY_FILE]   (default: build-gpu/device_check_summary.txt)
+# env:   BUILD_DIR (build-gpu), JOBS (all cores), BUDGET_S (420: later steps are skipped past it),
+#        CUDA_ROOT (/usr/local/cuda), MAX_BYTES (1G: largest collie-perf size),
+#        GPU_COUNT (overrides the detection; for testing the script itself)
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build-gpu}
+SUMMARY=${1:-$BUILD_DIR/device_check_summary.txt}
+JOBS=${JOBS:-$(nproc)}
+BUDGET_S=${BUDGET_S:-420}
+CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
+MAX_BYTES=${MAX_BYTES:-1G}
+START=$(date +%s)
+mkdir -p "$BUILD_DIR" "$(dirname "$SUMMARY")"
+LOGS=$BUILD_DIR/device_check_logs
+mkdir -p "$LOGS"
+: >"$SUMMARY"
+SKIPPED=()
+FAILED=0
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+skip() { SKIPPED+=("$1"); say "skipped: $1"; }
+elapsed() { echo $(($(date +%s) - START)); }
+in_budget() { [ "$(elapsed)" -lt "$BUDGET_S" ]; }
+
+finish() {
+  say "elapsed_s $(elapsed)"
+  say "skipped_count ${#SKIPPED[@]}"
+  for s in "${SKIPPED[@]}"; do echo "  skipped: $s"; done
+  echo "summary written to $SUMMARY"
+  exit "$FAILED"
+}
+
+say "# Collie device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), host $(hostname)"
+
+# 1. Is there a GPU? nvidia-smi when present, else the driver's device list.
+GPUS=0
+if command -v nvidia-smi >/dev/null 2>&1; then
+  GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+  [ "$GPUS" -gt 0 ] && say "gpus $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | sed 's/^ *//' | tr '\n' ';')"
+elif [ -d /proc/driver/nvidia/gpus ]; then
+  GPUS=$(ls /proc/driver/nvidia/gpus | wc -l)
+fi
+GPUS=${GPU_COUNT:-$GPUS}
+say "gpu_count $GPUS"
+if [ "$GPUS" -eq 0 ]; then
+  skip "everything: no CUDA GPU on this machine (none from nvidia-smi or /proc/driver/nvidia)"
+  say "result skipped"
+  finish
+fi
+
+# 2. Build with CUDA (and NCCL when found).
+if [ ! -x "$CUDA_ROOT/bin/nvcc" ]; then
+  skip "everything: no nvcc under $CUDA_ROOT (set CUDA_ROOT)"
+  say "result skipped"
+  finish
+fi
+say "step build"
+if ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLIE_WITH_CUDA=ON \
+    -DCMAKE_CUDA_COMPILER="$CUDA_ROOT/bin/nvcc" -DCOLLIE_CUDA_ROOT="$CUDA_ROOT" \
+    >"$LOGS/cmake.log" 2>&1 ||
+  ! cmake --build "$BUILD_DIR" -j "$JOBS" --target collie-gpu-tests collie-perf collie-run \
+    collie-kernel-bench >"$LOGS/build.log" 2>&1; then
+  say "build FAILED (see $LOGS/build.log)"
+  tail -20 "$LOGS/build.log"
+  FAILED=1
+  finish
+fi
+HAVE_NCCL=$(grep -q 'COLLIE_NCCL_LIBRARY:FILEPATH=.*nccl' "$BUILD_DIR/CMakeCache.txt" && echo 1 || echo 0)
+say "build ok (nccl in build: $HAVE_NCCL) after $(elapsed) s"
+BIN=$BUILD_DIR/bin
+export COLLIE_SOCKET_IFNAME=lo NCCL_SOCKET_IFNAME=lo
+export LD_LIBRARY_PATH="$CUDA_ROOT/lib:$CUDA_ROOT/lib64:${LD_LIBRARY_PATH:-}"
+
+# 3. GPU unit tests.
+say "step gpu_unit_tests"
+if timeout 180 "$BIN/collie-gpu-tests" >"$LOGS/gpu_tests.log" 2>&1; then
+  passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$LOGS/gpu_tests.log")
+  say "gpu_unit_tests PASSED (${passed:-0} passed)"
+  # A GPU test that skips on a GPU machine is worth knowing about.
+  for t in $(sed -n 's/^\[  SKIPPED \] \([A-Za-z0-9_.\/]*\)$/\1/p' "$LOGS/gpu_tests.log" | sort -u | grep -v PeerProcessPart); do
+    skip "gpu test $t"
+  done
+else
+  say "gpu_unit_tests FAILED (see $LOGS/gpu_tests.log)"
+  grep -E 'FAILED|Failure' "$LOGS/gpu_tests.log" | head -10 | tee -a "$SUMMARY"
+  FAILED=1
+fi
+
+# 4. Kernel bandwidth against cudaMemcpy device-to-device.
+say "step kernel_bench"
+if in_budget && timeout 120 "$BIN/collie-kernel-bench" 1G 20 >"$LOGS/kernel_bench.log" 2>&1; then
+  sed 's/^/kernel /' "$LOGS/kernel_bench.log" | tee -a "$SUMMARY"
+else
+  say "kernel_bench FAILED or over budget (see $LOGS/kernel_bench.log)"
+  FAILED=1
+fi
+
+# busbw (out-of-place, in-place) of the largest size in a collie-perf log.
+busbw_at_max() {
+  awk '!/^#/ && NF >= 13 { last = $1 " oop " $8 " ip " $12 " wrong " $9 "+" $13 } END { print last }' "$1"
+}
+
+# 5. collie-perf on device buffers: 1, 2, 4 ranks sharing GPU 0 (CUDA_VISIBLE_DEVICES), each
+# backend. NCCL refuses two ranks on one GPU; Collie's init says so, which is checked once.
+for n in 1 2 4; do
+  for backend in collie nccl; do
+    tag="perf_${backend}_n${n}"
+    if [ "$backend" = nccl ] && [ "$HAVE_NCCL" != 1 ]; then
+      skip "$tag: this build has no NCCL"
+      continue
+    fi
+    visible=0
+    if [ "$backend" = nccl ] && [ "$n" -gt 1 ]; then
+      if [ "$GPUS" -ge "$n" ]; then
+        visible=$(seq -s, 0 $((n - 1)))  # one GPU per rank: what NCCL accepts
+      else
+        if [ "$n" = 2 ] && in_budget; then
+          # The launch NCCL refuses: Collie must say so at init, clearly.
+          CUDA_VISIBLE_DEVICES=0 timeout 60 "$BIN/collie-run" -n 2 "$BIN/collie-perf" --device \
+            --backend nccl -b 1M -e 1M -n 1 >"$LOGS/nccl_same_gpu.log" 2>&1
+          if grep -q "use the same GPU" "$LOGS/nccl_same_gpu.log"; then
+            say "nccl_two_ranks_one_gpu refused at init with the fix (ok)"
+          else
+            say "nccl_two_ranks_one_gpu: expected a clear refusal, see $LOGS/nccl_same_gpu.log"
+            FAILED=1
+          fi
+        fi
+        skip "$tag: NCCL allows one rank per GPU and $GPUS GPU(s) are visible"
+        continue
+      fi
+    fi
+    if ! in_budget; then
+      skip "$tag: over the time budget (${BUDGET_S} s)"
+      continue
+    fi
+    log=$LOGS/$tag.log
+    if CUDA_VISIBLE_DEVICES=$visible timeout 150 "$BIN/collie-run" -n "$n" "$BIN/collie-perf" \
+        --device --backend "$backend" -b 1M -e "$MAX_BYTES" -f 4 -n 10 -w 2 -c 1 >"$log" 2>&1; then
+      say "$tag ok: size $(busbw_at_max "$log") (busbw GB/s)"
+    else
+      say "$tag FAILED (rc $?, see $log)"
+      tail -5 "$log" | tee -a "$SUMMARY"
+      FAILED=1
+    fi
+  done
+done
+
+say "result $([ "$FAILED" = 0 ] && echo passed || echo failed)"
+finish
