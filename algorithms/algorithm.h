@@ -93,6 +93,8 @@ std::unique_ptr<Algorithm> makeRingAlgorithm();
 std::unique_ptr<Algorithm> makeShmDirectAlgorithm();
 std::unique_ptr<Algorithm> makeRecursiveDoublingAlgorithm();
 std::unique_ptr<Algorithm> makeDisseminationAlgorithm();
+std::unique_ptr<Algorithm> makeTreeAlgorithm();
+std::unique_ptr<Algorithm> makeRhdAlgorithm();
 
 // Bytes of one rank's contribution: count elements of dtype.
 inline size_t argBytes(const CollArgs& a) { return a.count * dtypeSize(a.dtype); }
