@@ -109,7 +109,10 @@ INSTANTIATE_TEST_SUITE_P(
         MatrixCase{"tcp_tree_n5", 5, "tcp", 1, "tree"},
         MatrixCase{"shm_tree_n8", 8, "shm", 1, "tree"},
         MatrixCase{"shm_rhd_n2", 2, "shm", 1, "rhd"}, MatrixCase{"tcp_rhd_n3", 3, "tcp", 1, "rhd"},
-        MatrixCase{"shm_rhd_n5", 5, "shm", 1, "rhd"}, MatrixCase{"tcp_rhd_n8", 8, "tcp", 1, "rhd"}),
+        MatrixCase{"shm_rhd_n5", 5, "shm", 1, "rhd"}, MatrixCase{"tcp_rhd_n8", 8, "tcp", 1, "rhd"},
+        MatrixCase{"mixed_hier_4_on_2", 4, "", 2, "hierarchical"},
+        MatrixCase{"mixed_hier_5_on_2", 5, "", 2, "hierarchical"},
+        MatrixCase{"mixed_hier_6_on_3", 6, "", 3, "hierarchical"}),
     [](const ::testing::TestParamInfo<MatrixCase>& i) { return std::string(i.param.name); });
 
 #ifdef COLLIE_HAVE_UCX
