@@ -59,6 +59,7 @@ struct AlgoContext {
   const std::atomic<bool>* abortFlag = nullptr;  // set by collieCommAbort from another thread
   LinkModel link;  // of the slowest transport in use, for the cost model
   bool oversubscribed = false;  // more local ranks than cores: yield instead of spinning
+  const int* hostOf = nullptr;  // per rank, the lowest rank on its host (nullptr: unknown)
 
   FrameTag tagFor(const CollArgs& a, uint32_t step, uint8_t algo) const {
     FrameTag t;
@@ -94,6 +95,9 @@ std::unique_ptr<Algorithm> makeRingAlgorithm();
 std::unique_ptr<Algorithm> makeShmDirectAlgorithm();
 std::unique_ptr<Algorithm> makeRecursiveDoublingAlgorithm();
 std::unique_ptr<Algorithm> makeDisseminationAlgorithm();
+std::unique_ptr<Algorithm> makeTreeAlgorithm();
+std::unique_ptr<Algorithm> makeRhdAlgorithm();
+std::unique_ptr<Algorithm> makeHierarchicalAlgorithm();
 
 // Bytes of one rank's contribution: count elements of dtype.
 inline size_t argBytes(const CollArgs& a) { return a.count * dtypeSize(a.dtype); }

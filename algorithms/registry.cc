@@ -9,6 +9,9 @@ std::vector<std::unique_ptr<Algorithm>> buildAlgorithms() {
   algos.push_back(makeShmDirectAlgorithm());
   algos.push_back(makeRecursiveDoublingAlgorithm());
   algos.push_back(makeRingAlgorithm());
+  algos.push_back(makeTreeAlgorithm());
+  algos.push_back(makeRhdAlgorithm());
+  algos.push_back(makeHierarchicalAlgorithm());
   algos.push_back(makeDisseminationAlgorithm());
   return algos;
 }

@@ -14,7 +14,8 @@
 
 namespace collie::perf {
 
-const char* const kKnownAlgorithms[] = {"ring", "recursive_doubling", "shm_direct"};
+const char* const kKnownAlgorithms[] = {"ring",       "tree",        "rhd", "recursive_doubling",
+                                        "shm_direct", "hierarchical"};
 const int kNumKnownAlgorithms = sizeof(kKnownAlgorithms) / sizeof(kKnownAlgorithms[0]);
 
 void FreeDeleter::operator()(void* p) const { free(p); }
@@ -58,8 +59,8 @@ void Bench::syncDevice() {
 }
 
 CollCall Bench::hostCall(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace) {
-  return CollCall{comm_, rank_, nranks_, o_.root, dtype, op, count, send_.get(), recv_.get(),
-                  inPlace};
+  return CollCall{comm_, rank_, nranks_,     o_.root,     dtype,
+                  op,    count, send_.get(), recv_.get(), inPlace};
 }
 
 void Bench::fillInputs(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
@@ -284,7 +285,16 @@ CollCall Bench::call(size_t count, collieDataType_t dtype, collieRedOp_t op, boo
   size_t shift = bytes * (static_cast<size_t>(iter) % steps);
   char* send = (dev_ ? dev_->send() : send_.get()) + shift;
   char* recv = (dev_ ? dev_->recv() : recv_.get()) + shift;
-  return CollCall{comm_, rank_, nranks_, o_.root, dtype, op, count, send, recv, inPlace,
+  return CollCall{comm_,
+                  rank_,
+                  nranks_,
+                  o_.root,
+                  dtype,
+                  op,
+                  count,
+                  send,
+                  recv,
+                  inPlace,
                   dev_ ? dev_->stream() : nullptr};
 }
 

@@ -248,6 +248,9 @@ Status CommImpl::init(BootstrapInfo info) {
     addrs[r] = s.substr(sp2 + 1);
   }
   localRanks_ = static_cast<int>(std::count(hosts.begin(), hosts.end(), hosts[rank_]));
+  hostOf_.resize(nranks_);
+  for (int r = 0; r < nranks_; ++r)
+    hostOf_[r] = static_cast<int>(std::find(hosts.begin(), hosts.end(), hosts[r]) - hosts.begin());
   // Which transport reaches each peer: shm on this host, tcp elsewhere (or where shm is off).
   std::vector<int> localRanks;
   for (int r = 0; r < nranks_; ++r)
@@ -568,6 +571,7 @@ Status CommImpl::executeHost(const CollArgs& args) {
   ctx.abortFlag = &aborting_;
   ctx.link = link_;
   ctx.oversubscribed = oversubscribed_;
+  ctx.hostOf = hostOf_.data();
   Algorithm* algo = nullptr;
   Status picked = pickAlgorithm(algos_, forced_, args, ctx, &algo);
   if (!picked.isOk()) {

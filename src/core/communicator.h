@@ -95,6 +95,7 @@ class CommImpl {
   int rank_ = 0;
   int nranks_ = 1;
   int localRanks_ = 1;  // ranks on this host, this one included
+  std::vector<int> hostOf_;  // per rank, the lowest rank on its host
   bool oversubscribed_ = false;
   int64_t timeoutMs_ = 300000;
   size_t chunkBytes_ = 512 << 10;

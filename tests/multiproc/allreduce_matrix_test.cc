@@ -39,8 +39,7 @@ void runMatrix(int rank, int n, Reporter& rep) {
           char* recv = inPlace ? send : out.data() + (count % 5);
           fillInput(send, dt, op, rank, count, n);
           if (!inPlace) memset(recv, 0x5a, count * dtypeSize(dt));
-          collieResult_t res =
-              collieAllReduce(send, recv, count, dt, op, comm, nullptr);
+          collieResult_t res = collieAllReduce(send, recv, count, dt, op, comm, nullptr);
           std::string what = "n=" + std::to_string(n) + " count=" + std::to_string(count) + " " +
                              dtypeName(dt) + " " + redOpName(op) +
                              (inPlace ? " in-place" : " out-of-place");
@@ -64,9 +63,9 @@ void runMatrix(int rank, int n, Reporter& rep) {
 struct MatrixCase {
   const char* name;
   int n;
-  const char* transport;  // COLLIE_TRANSPORT, "" for the default choice
-  int hosts;              // > 1: ranks spread over this many pretend hosts (COLLIE_HOSTID)
-  const char* algo;       // COLLIE_ALGO, "" for the default choice
+  const char* transport;    // COLLIE_TRANSPORT, "" for the default choice
+  int hosts;                // > 1: ranks spread over this many pretend hosts (COLLIE_HOSTID)
+  const char* algo;         // COLLIE_ALGO, "" for the default choice
   const char* ucxTls = "";  // UCX_TLS, "" to leave it unset
 };
 
@@ -78,8 +77,8 @@ class AllReduceMatrix : public ::testing::TestWithParam<MatrixCase> {};
 TEST_P(AllReduceMatrix, EveryDtypeOpCountPlacementMatchesReference) {
   const MatrixCase c = GetParam();
   WorldOptions opt;
-  opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", c.transport},
-             {"COLLIE_ALGO", c.algo}};
+  opt.env = {
+      {"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", c.transport}, {"COLLIE_ALGO", c.algo}};
   if (*c.ucxTls) opt.env.push_back({"UCX_TLS", c.ucxTls});
   auto out = runWorld(c.n, opt, [c](int rank, Reporter& rep) {
     if (c.hosts > 1) setenv("COLLIE_HOSTID", ("host" + std::to_string(rank % c.hosts)).c_str(), 1);
@@ -93,18 +92,27 @@ TEST_P(AllReduceMatrix, EveryDtypeOpCountPlacementMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, AllReduceMatrix,
-    ::testing::Values(MatrixCase{"tcp_n1", 1, "tcp", 1, ""}, MatrixCase{"tcp_n2", 2, "tcp", 1, ""},
-                      MatrixCase{"tcp_n3", 3, "tcp", 1, ""}, MatrixCase{"tcp_n4", 4, "tcp", 1, ""},
-                      MatrixCase{"tcp_n5", 5, "tcp", 1, ""}, MatrixCase{"tcp_n8", 8, "tcp", 1, ""},
-                      MatrixCase{"shm_n2", 2, "shm", 1, ""}, MatrixCase{"shm_n3", 3, "shm", 1, ""},
-                      MatrixCase{"shm_n4", 4, "shm", 1, ""}, MatrixCase{"shm_n5", 5, "shm", 1, ""},
-                      MatrixCase{"shm_n8", 8, "shm", 1, ""},
-                      MatrixCase{"shm_ring_n3", 3, "shm", 1, "ring"},
-                      MatrixCase{"tcp_ring_n3", 3, "tcp", 1, "ring"},
-                      MatrixCase{"tcp_rd_n3", 3, "tcp", 1, "recursive_doubling"},
-                      MatrixCase{"tcp_rd_n4", 4, "tcp", 1, "recursive_doubling"},
-                      MatrixCase{"shm_rd_n7", 7, "shm", 1, "recursive_doubling"},
-                      MatrixCase{"mixed_2x2", 4, "", 2, ""}, MatrixCase{"mixed_5_on_2", 5, "", 2, ""}),
+    ::testing::Values(
+        MatrixCase{"tcp_n1", 1, "tcp", 1, ""}, MatrixCase{"tcp_n2", 2, "tcp", 1, ""},
+        MatrixCase{"tcp_n3", 3, "tcp", 1, ""}, MatrixCase{"tcp_n4", 4, "tcp", 1, ""},
+        MatrixCase{"tcp_n5", 5, "tcp", 1, ""}, MatrixCase{"tcp_n8", 8, "tcp", 1, ""},
+        MatrixCase{"shm_n2", 2, "shm", 1, ""}, MatrixCase{"shm_n3", 3, "shm", 1, ""},
+        MatrixCase{"shm_n4", 4, "shm", 1, ""}, MatrixCase{"shm_n5", 5, "shm", 1, ""},
+        MatrixCase{"shm_n8", 8, "shm", 1, ""}, MatrixCase{"shm_ring_n3", 3, "shm", 1, "ring"},
+        MatrixCase{"tcp_ring_n3", 3, "tcp", 1, "ring"},
+        MatrixCase{"tcp_rd_n3", 3, "tcp", 1, "recursive_doubling"},
+        MatrixCase{"tcp_rd_n4", 4, "tcp", 1, "recursive_doubling"},
+        MatrixCase{"shm_rd_n7", 7, "shm", 1, "recursive_doubling"},
+        MatrixCase{"mixed_2x2", 4, "", 2, ""}, MatrixCase{"mixed_5_on_2", 5, "", 2, ""},
+        MatrixCase{"tcp_tree_n2", 2, "tcp", 1, "tree"},
+        MatrixCase{"shm_tree_n3", 3, "shm", 1, "tree"},
+        MatrixCase{"tcp_tree_n5", 5, "tcp", 1, "tree"},
+        MatrixCase{"shm_tree_n8", 8, "shm", 1, "tree"},
+        MatrixCase{"shm_rhd_n2", 2, "shm", 1, "rhd"}, MatrixCase{"tcp_rhd_n3", 3, "tcp", 1, "rhd"},
+        MatrixCase{"shm_rhd_n5", 5, "shm", 1, "rhd"}, MatrixCase{"tcp_rhd_n8", 8, "tcp", 1, "rhd"},
+        MatrixCase{"mixed_hier_4_on_2", 4, "", 2, "hierarchical"},
+        MatrixCase{"mixed_hier_5_on_2", 5, "", 2, "hierarchical"},
+        MatrixCase{"mixed_hier_6_on_3", 6, "", 3, "hierarchical"}),
     [](const ::testing::TestParamInfo<MatrixCase>& i) { return std::string(i.param.name); });
 
 #ifdef COLLIE_HAVE_UCX

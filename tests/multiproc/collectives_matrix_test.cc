@@ -202,7 +202,11 @@ void badArgumentCases(Case& c, std::vector<char>& in, std::vector<char>& out) {
     c.rep->fail("an unknown algorithm name was accepted");
 }
 
-void runCollectives(int rank, int n, Reporter& rep, const char* algo, const std::string& dir) {
+// Which data collectives a configuration runs (a forced algorithm runs only those it has).
+constexpr unsigned kRs = 1, kAg = 2, kBc = 4, kRd = 8, kAll = kRs | kAg | kBc | kRd;
+
+void runCollectives(int rank, int n, Reporter& rep, const char* algo, unsigned colls,
+                    const std::string& dir) {
   collieComm_t comm = nullptr;
   if (collieCommInitFromEnv(&comm) != collieSuccess) {
     rep.fail(std::string("init: ") + collieGetLastError(nullptr));
@@ -218,8 +222,10 @@ void runCollectives(int rank, int n, Reporter& rep, const char* algo, const std:
   std::vector<char> in(kBig * 8 * static_cast<size_t>(n) + 64), out(in.size());
   bool ok = true;
   for (size_t count : counts) {
-    ok = ok && reduceScatterCases(c, in, out, count) && allGatherCases(c, in, out, count) &&
-         broadcastCases(c, in, out, count) && reduceCases(c, in, out, count);
+    ok = ok && (!(colls & kRs) || reduceScatterCases(c, in, out, count)) &&
+         (!(colls & kAg) || allGatherCases(c, in, out, count)) &&
+         (!(colls & kBc) || broadcastCases(c, in, out, count)) &&
+         (!(colls & kRd) || reduceCases(c, in, out, count));
   }
   ok = ok && barrierCases(c, dir);
   if (!ok) {
@@ -243,6 +249,7 @@ struct CollCase {
   const char* transport;  // COLLIE_TRANSPORT, "" for the default choice
   int hosts;              // > 1: ranks spread over this many pretend hosts (COLLIE_HOSTID)
   const char* algo;       // forced with collieCommSetAlgorithm, "" for the tuner
+  unsigned colls = kAll;  // the data collectives to run
 };
 
 void PrintTo(const CollCase& c, std::ostream* os) { *os << c.name; }
@@ -258,13 +265,15 @@ TEST_P(CollectivesMatrix, EveryCollectiveDtypeOpCountMatchesReference) {
   opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", c.transport}};
   auto out = runWorld(c.n, opt, [c, dir](int rank, Reporter& rep) {
     if (c.hosts > 1) setenv("COLLIE_HOSTID", ("host" + std::to_string(rank % c.hosts)).c_str(), 1);
-    runCollectives(rank, c.n, rep, c.algo, dir);
+    runCollectives(rank, c.n, rep, c.algo, c.colls, dir);
   });
   expectAllPassed(out);
   ASSERT_FALSE(out.empty());
   ASSERT_EQ(out[0].notes.size(), 1u);
   // Per count: 4*3*2 reducescatter + 4*2 allgather + 4*2 broadcast + 4*3*2 reduce; 3 barriers.
-  EXPECT_EQ(out[0].notes[0], "cases " + std::to_string(4 * (24 + 8 + 8 + 24) + 3));
+  const int perCount = (c.colls & kRs ? 24 : 0) + (c.colls & kAg ? 8 : 0) +
+                       (c.colls & kBc ? 8 : 0) + (c.colls & kRd ? 24 : 0);
+  EXPECT_EQ(out[0].notes[0], "cases " + std::to_string(4 * perCount + 3));
   if (system(("rm -rf " + dir).c_str()) != 0) ADD_FAILURE() << "could not remove " << dir;
 }
 
@@ -277,7 +286,14 @@ INSTANTIATE_TEST_SUITE_P(
                       CollCase{"shm_ring_n3", 3, "shm", 1, "ring"},
                       CollCase{"shm_direct_n2", 2, "shm", 1, "shm_direct"},
                       CollCase{"shm_direct_n3", 3, "shm", 1, "shm_direct"},
-                      CollCase{"tcp_ring_n5", 5, "tcp", 1, "ring"}),
+                      CollCase{"tcp_ring_n5", 5, "tcp", 1, "ring"},
+                      CollCase{"tcp_tree_n2", 2, "tcp", 1, "tree", kBc | kRd},
+                      CollCase{"shm_tree_n3", 3, "shm", 1, "tree", kBc | kRd},
+                      CollCase{"tcp_tree_n5", 5, "tcp", 1, "tree", kBc | kRd},
+                      CollCase{"shm_tree_n8", 8, "shm", 1, "tree", kBc | kRd},
+                      CollCase{"shm_rhd_n2", 2, "shm", 1, "rhd", kRs | kAg},
+                      CollCase{"tcp_rhd_n3", 3, "tcp", 1, "rhd", kRs | kAg},
+                      CollCase{"shm_rhd_n5", 5, "shm", 1, "rhd", kRs | kAg}),
     [](const ::testing::TestParamInfo<CollCase>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -271,13 +271,16 @@ TEST(ColliePerf, AlgoFlagForcesTheAlgorithm) {
 TEST(ColliePerf, AlgoAllPrintsATablePerAlgorithm) {
   Outcome run = runPerf(2, "-b 64 -e 4K -f 8 -n 2 --algo all");
   ASSERT_EQ(run.exitCode, 0) << run.out;
-  for (const char* algo : {"ring", "recursive_doubling", "shm_direct", "auto"}) {
+  for (const char* algo : {"ring", "tree", "rhd", "recursive_doubling", "shm_direct", "auto"}) {
     EXPECT_TRUE(contains(run.out, std::string("# Algorithm: ") + algo)) << algo << run.out;
   }
-  // 3 sizes (64, 512, 4K) in each of 3 forced tables, then auto's with its extra column.
+  // 3 sizes (64, 512, 4K) in each of 5 forced tables (hierarchical needs several hosts and is
+  // skipped), then auto's with its extra column.
   std::string forced = run.out.substr(0, run.out.find("# Algorithm: auto"));
   std::string autoPart = run.out.substr(run.out.find("# Algorithm: auto"));
-  EXPECT_EQ(parseRows(forced).size(), 9u) << run.out;
+  EXPECT_EQ(parseRows(forced).size(), 15u) << run.out;
+  EXPECT_TRUE(contains(run.out, "# algorithm hierarchical does not run all_reduce here: skipped"))
+      << run.out;
   EXPECT_EQ(parseRows(autoPart, true).size(), 3u) << run.out;
   // An algorithm that cannot run a collective is skipped with a line, not an error.
   Outcome rs = runPerf(2, "reduce_scatter -b 64 -e 4K -f 8 -n 2 --algo all");

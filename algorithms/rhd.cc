@@ -1,0 +1,294 @@
+// Rabenseifner's recursive halving-doubling (patterns/rhd_pattern.h). AllReduce: the fold hands
+// the even ranks below 2 * (n - p) to their odd partners; the p remaining ranks reduce-scatter
+// by recursive halving (each step exchanges half of the current range with a partner and
+// reduces the half kept) and all-gather by recursive doubling; the odd ranks then hand the
+// result back. ReduceScatter and AllGather are the two halves on their own, over the blocks of
+// the real ranks (a folded pair stands for two blocks), so any nranks works. Every range is
+// cut into chunks at block boundaries; a send waits only for the receives that wrote its bytes.
+// Each element is reduced once, by the rank that owns its block, so every rank gets the same
+// bits.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/chunk_schedule.h"
+#include "algorithms/patterns/rhd_pattern.h"
+
+namespace collie {
+
+namespace {
+
+constexpr uint8_t kRhdId = 6;
+
+// Builds one rank's schedule. Offsets are bytes into the working buffer (the output for
+// AllReduce and AllGather, a full-size accumulator for ReduceScatter).
+class Builder {
+ public:
+  Builder(ChunkSchedule* s, size_t chunkBytes, size_t esz, std::function<size_t(int)> boundary,
+          size_t cut = 0)
+      : s_(s), chunk_(chunkBytes), esz_(esz), cut_(cut), boundary_(std::move(boundary)) {}
+
+  // [lo, hi) in bytes cut at virtual block boundaries, then into chunks; at least one piece.
+  std::vector<ChunkSpan> pieces(size_t lo, size_t hi, int vlo, int vhi) const {
+    std::vector<ChunkSpan> out;
+    for (int b = vlo; b < vhi; ++b) {
+      size_t a = std::max(lo, boundary_(b)), z = std::min(hi, boundary_(b + 1));
+      while (a < z) {
+        // Pieces also stop at multiples of cut_: the real ranks' blocks of a folded pair.
+        const size_t e = cut_ > 0 ? std::min(z, (a / cut_ + 1) * cut_) : z;
+        for (const ChunkSpan& c : splitChunks(e - a, chunk_, esz_))
+          out.push_back({a + c.off, c.bytes});
+        a = e;
+      }
+    }
+    if (out.empty()) out.push_back({lo, 0});
+    return out;
+  }
+  std::vector<ChunkSpan> pieces(rhd::Range r) const {
+    return pieces(boundary_(r.lo), boundary_(r.hi), r.lo, r.hi);
+  }
+
+  // The last receive that wrote into [off, off + bytes) of the working buffer, or -1.
+  int writer(size_t off, size_t bytes) const {
+    int dep = -1;
+    for (size_t i = 0; i < written_.size(); ++i)
+      if (written_[i].bytes > 0 && written_[i].off < off + bytes &&
+          off < written_[i].off + written_[i].bytes)
+        dep = static_cast<int>(i);
+    return bytes == 0 && !written_.empty() ? static_cast<int>(written_.size()) - 1 : dep;
+  }
+  void send(int peer, const char* base, ChunkSpan c, bool fromWork) {
+    ScheduleSend x;
+    x.peer = peer;
+    x.src = base + c.off;
+    x.bytes = c.bytes;
+    x.dep = fromWork ? writer(c.off, c.bytes) : -1;
+    s_->sends.push_back(x);
+  }
+  // A receive of piece c of the working buffer (written = where its result goes there).
+  void recv(const ScheduleRecv& x, ChunkSpan c) {
+    s_->recvs.push_back(x);
+    written_.push_back(c);
+  }
+
+ private:
+  ChunkSchedule* s_;
+  size_t chunk_, esz_, cut_;
+  std::function<size_t(int)> boundary_;
+  std::vector<ChunkSpan> written_;  // per receive, in order
+};
+
+// Recursive halving of virtual rank v over work; the first step reads from cur0 (the input or,
+// after a fold, work). lastOut maps a piece of the last step to where its result goes.
+void halving(Builder& b, int v, int n, const char* cur0, char* work, bool avg,
+             const std::function<char*(ChunkSpan)>& lastOut) {
+  const int steps = rhd::numSteps(n);
+  for (int k = 0; k < steps; ++k) {
+    const int peer = rd::realRank(rhd::halvingPartner(v, k, n), n);
+    const char* cur = k == 0 ? cur0 : work;
+    for (const ChunkSpan& c : b.pieces(rhd::sentInHalving(v, k, n)))
+      b.send(peer, cur, c, cur == work);
+    const bool lowerFirst = rhd::halvingPartner(v, k, n) < v;
+    for (const ChunkSpan& c : b.pieces(rhd::keptAfterHalving(v, k, n))) {
+      ScheduleRecv x;
+      x.peer = peer;
+      x.bytes = c.bytes;
+      x.with = cur + c.off;
+      x.out = k + 1 == steps ? lastOut(c) : work + c.off;
+      x.landedFirst = lowerFirst;
+      x.finalAvg = avg && k + 1 == steps;
+      b.recv(x, c);
+    }
+  }
+}
+
+void doubling(Builder& b, int v, int n, char* work) {
+  for (int j = 0; j < rhd::numSteps(n); ++j) {
+    const int peer = rd::realRank(rhd::doublingPartner(v, j), n);
+    for (const ChunkSpan& c : b.pieces(rhd::sentInDoubling(v, j))) b.send(peer, work, c, true);
+    for (const ChunkSpan& c : b.pieces(rhd::receivedInDoubling(v, j))) {
+      ScheduleRecv x;
+      x.peer = peer;
+      x.bytes = c.bytes;
+      x.dst = work + c.off;
+      b.recv(x, c);
+    }
+  }
+}
+
+void recvInto(Builder& b, int peer, char* work, const std::vector<ChunkSpan>& ps) {
+  for (const ChunkSpan& c : ps) {
+    ScheduleRecv x;
+    x.peer = peer;
+    x.bytes = c.bytes;
+    x.dst = work + c.off;
+    b.recv(x, c);
+  }
+}
+
+void allReduce(const CollArgs& a, const AlgoContext& ctx, ChunkSchedule* s) {
+  const int n = ctx.nranks, r = ctx.rank, rem = rd::remainder(n), p = rd::largestPow2(n);
+  const size_t esz = dtypeSize(a.dtype), bytes = a.count * esz;
+  const char* in = static_cast<const char*>(a.send);
+  char* out = static_cast<char*>(a.recv);
+  Builder b(s, ctx.chunkBytes, esz, [&](int vb) { return rhd::evenOffset(a.count, n, vb) * esz; });
+  const auto whole = b.pieces(0, bytes, 0, p);
+  const int v = rd::virtualRank(r, n);
+  if (v < 0) {  // folded away: hand everything to the odd partner, get the result back
+    for (const ChunkSpan& c : whole) b.send(r + 1, in, c, false);
+    recvInto(b, r + 1, out, whole);
+    return;
+  }
+  const char* cur0 = in;
+  if (r < 2 * rem) {
+    for (const ChunkSpan& c : whole) {
+      ScheduleRecv x;
+      x.peer = r - 1;
+      x.bytes = c.bytes;
+      x.with = in + c.off;
+      x.out = out + c.off;
+      b.recv(x, c);
+    }
+    cur0 = out;
+  }
+  halving(b, v, n, cur0, out, a.op == collieAvg, [&](ChunkSpan c) { return out + c.off; });
+  doubling(b, v, n, out);
+  if (r < 2 * rem)
+    for (const ChunkSpan& c : whole) b.send(r - 1, out, c, true);
+}
+
+void reduceScatter(const CollArgs& a, const AlgoContext& ctx, std::vector<char>* acc,
+                   ChunkSchedule* s) {
+  const int n = ctx.nranks, r = ctx.rank, rem = rd::remainder(n), p = rd::largestPow2(n);
+  const size_t esz = dtypeSize(a.dtype), bb = a.count * esz, total = bb * n;
+  const char* in = static_cast<const char*>(a.send);
+  char* out = static_cast<char*>(a.recv);
+  Builder b(
+      s, ctx.chunkBytes, esz, [&](int vb) { return rhd::rankStart(vb, n) * bb; }, bb);
+  const int v = rd::virtualRank(r, n);
+  const size_t mine = static_cast<size_t>(r) * bb;
+  if (v < 0) {
+    for (const ChunkSpan& c : b.pieces(0, total, 0, p)) b.send(r + 1, in, c, false);
+    std::vector<ChunkSpan> own = b.pieces(mine, mine + bb, 0, p);
+    for (ChunkSpan& c : own) c.off -= mine;  // straight into the output
+    recvInto(b, r + 1, out, own);
+    return;
+  }
+  if (acc->size() < total) acc->resize(total);
+  char* work = acc->data();
+  const char* cur0 = in;
+  if (r < 2 * rem) {
+    for (const ChunkSpan& c : b.pieces(0, total, 0, p)) {
+      ScheduleRecv x;
+      x.peer = r - 1;
+      x.bytes = c.bytes;
+      x.with = in + c.off;
+      x.out = work + c.off;
+      b.recv(x, c);
+    }
+    cur0 = work;
+  }
+  // The last step's pieces of the own block go to the output; a folded partner's stay in work.
+  halving(b, v, n, cur0, work, a.op == collieAvg, [&](ChunkSpan c) {
+    return c.off >= mine && c.off < mine + bb ? out + (c.off - mine) : work + c.off;
+  });
+  if (r < 2 * rem) {
+    const size_t theirs = mine - bb;
+    for (const ChunkSpan& c : b.pieces(theirs, mine, 0, p)) b.send(r - 1, work, c, true);
+  }
+}
+
+void allGather(const CollArgs& a, const AlgoContext& ctx, ChunkSchedule* s) {
+  const int n = ctx.nranks, r = ctx.rank, rem = rd::remainder(n), p = rd::largestPow2(n);
+  const size_t esz = dtypeSize(a.dtype), bb = a.count * esz, total = bb * n;
+  const char* in = static_cast<const char*>(a.send);
+  char* out = static_cast<char*>(a.recv);
+  Builder b(
+      s, ctx.chunkBytes, esz, [&](int vb) { return rhd::rankStart(vb, n) * bb; }, bb);
+  const int v = rd::virtualRank(r, n);
+  const size_t mine = static_cast<size_t>(r) * bb;
+  s->copiesFirst.push_back({out + mine, in, bb});
+  // The even rank of a folded pair already holds its own block: the rest comes back.
+  auto allButOwn = [&](size_t own) {
+    std::vector<ChunkSpan> ps = b.pieces(0, own, 0, p), hi = b.pieces(own + bb, total, 0, p);
+    ps.insert(ps.end(), hi.begin(), hi.end());
+    return ps;
+  };
+  if (v < 0) {
+    for (const ChunkSpan& c : b.pieces(mine, mine + bb, 0, p)) {
+      ScheduleSend x;
+      x.peer = r + 1;
+      x.src = in + (c.off - mine);
+      x.bytes = c.bytes;
+      s->sends.push_back(x);
+    }
+    recvInto(b, r + 1, out, allButOwn(mine));
+    return;
+  }
+  if (r < 2 * rem) recvInto(b, r - 1, out, b.pieces(mine - bb, mine, 0, p));
+  doubling(b, v, n, out);
+  if (r < 2 * rem)
+    for (const ChunkSpan& c : allButOwn(mine - bb)) b.send(r - 1, out, c, true);
+}
+
+class RhdAlgorithm : public Algorithm {
+ public:
+  const char* name() const override { return "rhd"; }
+  uint8_t id() const override { return kRhdId; }
+  bool supports(Collective coll, MemoryKind kind) const override {
+    return kind == MemoryKind::kHost &&
+           (coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
+            coll == Collective::kAllGather);
+  }
+  double costUs(const CollArgs& a, int n, const LinkModel& link) const override {
+    if (n <= 1) return 0;
+    const double us = 1.0 / (link.betaGBps * 1e3), red = 1.0 / (link.reduceGBps * 1e3);
+    const double steps = rhd::numSteps(n), p = rd::largestPow2(n);
+    const bool fold = rd::remainder(n) > 0;
+    if (a.coll == Collective::kAllReduce) {
+      const double bytes = static_cast<double>(argBytes(a));
+      // Halving and doubling move (p-1)/p of the buffer each; the fold and unfold all of it.
+      double t = 2 * steps * link.alphaUs + 2 * bytes * (p - 1) / p * us + bytes * red;
+      if (fold) t += 2 * (link.alphaUs + bytes * us);
+      return t;
+    }
+    // ReduceScatter / AllGather of n blocks of argBytes.
+    const double total = static_cast<double>(argBytes(a)) * n;
+    double t = steps * link.alphaUs + total * (p - 1) / p * us;
+    if (a.coll == Collective::kReduceScatter) t += total * red;
+    if (fold) t += link.alphaUs + total * us;
+    return t;
+  }
+  Status run(const CollArgs& a, AlgoContext& ctx) override {
+    const size_t bytes = argBytes(a);
+    if (ctx.nranks == 1 || a.count == 0) {
+      if (bytes > 0 && a.recv != a.send) memcpy(a.recv, a.send, bytes);
+      return Status::ok();
+    }
+    ChunkSchedule s;
+    switch (a.coll) {
+      case Collective::kAllReduce:
+        allReduce(a, ctx, &s);
+        break;
+      case Collective::kReduceScatter:
+        reduceScatter(a, ctx, &acc_, &s);
+        break;
+      case Collective::kAllGather:
+        allGather(a, ctx, &s);
+        break;
+      default:
+        return internalError(std::string("rhd has no schedule for ") + collectiveName(a.coll));
+    }
+    return runChunkSchedule(s, a, ctx, kRhdId);
+  }
+
+ private:
+  std::vector<char> acc_;  // the full-size working buffer of ReduceScatter
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> makeRhdAlgorithm() { return std::make_unique<RhdAlgorithm>(); }
+
+}  // namespace collie
