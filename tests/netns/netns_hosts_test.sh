@@ -3,13 +3,13 @@
 # teardown), and AllReduce correctness across namespaces checked by collie-perf -c 1, which
 # compares every element with the expected value and exits 1 on any mismatch.
 #
-#   netns_hosts_test.sh BIN_DIR self|tcp|mixed|drops
+#   netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|drops
 # Exit 77 (after a SKIP line) when namespaces cannot be made here.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 HOSTS_SH="$HERE/netns_hosts.sh"
-BIN=${1:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|drops}
-CASE=${2:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|drops}
+BIN=${1:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|drops}
+CASE=${2:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|drops}
 PERF="$BIN/collie-perf"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/netns_test.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -98,6 +98,12 @@ $(ip -4 -o addr show eth0 | awk "{print \$4}") $COLLIE_HOSTID"' >"$WORK/env"
     grep -q "rank 0 -> peer rank 2 via tcp" "$WORK/logs/rank0.err" || fail "ranks 0, 2: not tcp"
     grep -q "rank 7 -> peer rank 6 via shm" "$WORK/logs/rank7.err" || fail "ranks 7, 6: not shm"
     echo "PASS: 4 hosts x 2 ranks, shm inside a host, tcp across"
+    ;;
+  hierarchical)
+    # 4 hosts x 2 ranks, the two-level AllReduce forced: results checked, and it must have run.
+    PERF_ENV=(COLLIE_ALGO=hierarchical)
+    perf_check -k 4 -m 2 -t 240
+    echo "PASS: 4 hosts x 2 ranks, hierarchical AllReduce correct"
     ;;
   drops)
     perf_check -k 4 -m 1 -d 1 -t 600
