@@ -7,6 +7,23 @@ namespace collie {
 
 namespace {
 
+// The sends of ring step st: at step 0 the chunks of src, later each chunk the previous step's
+// receive of the same chunk brought (the receives of step st are not listed yet).
+void addStepSends(ChunkSchedule* s, int peer, const std::vector<ChunkSpan>& chunks, int st,
+                  const char* src) {
+  const size_t firstRecv = s->recvs.size();
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    ScheduleSend x;
+    x.peer = peer;
+    x.bytes = chunks[k].bytes;
+    if (st == 0)
+      x.src = src + chunks[k].off;
+    else
+      x.dep = static_cast<int>(firstRecv - chunks.size() + k);
+    s->sends.push_back(x);
+  }
+}
+
 // Rank r's block b of the ring ReduceScatter moves at step s in [0, n-1): it sends block
 // (r - s - 1) and receives block (r - s - 2) mod n, so the last step brings block r home.
 void reduceScatter(const CollArgs& a, const AlgoContext& ctx, ChunkSchedule* s) {
@@ -22,17 +39,7 @@ void reduceScatter(const CollArgs& a, const AlgoContext& ctx, ChunkSchedule* s) 
     const size_t sb = static_cast<size_t>(ring::mod(r - st - 1, n));
     const size_t rb = static_cast<size_t>(ring::mod(r - st - 2, n));
     const bool last = st == n - 2;
-    const size_t firstRecv = s->recvs.size();
-    for (size_t k = 0; k < chunks.size(); ++k) {
-      ScheduleSend x;
-      x.peer = nxt;
-      x.bytes = chunks[k].bytes;
-      if (st == 0)
-        x.src = in + sb * bb + chunks[k].off;
-      else
-        x.dep = static_cast<int>(firstRecv - chunks.size() + k);
-      s->sends.push_back(x);
-    }
+    addStepSends(s, nxt, chunks, st, in + sb * bb);
     for (const auto& c : chunks) {
       ScheduleRecv x;
       x.peer = prv;
@@ -60,17 +67,7 @@ void allGather(const CollArgs& a, const AlgoContext& ctx, ChunkSchedule* s) {
   const int nxt = ring::next(r, n), prv = ring::prev(r, n);
   for (int st = 0; st < n - 1; ++st) {
     const size_t rb = static_cast<size_t>(ring::mod(r - st - 1, n));
-    const size_t firstRecv = s->recvs.size();
-    for (size_t k = 0; k < chunks.size(); ++k) {
-      ScheduleSend x;
-      x.peer = nxt;
-      x.bytes = chunks[k].bytes;
-      if (st == 0)
-        x.src = in + chunks[k].off;
-      else
-        x.dep = static_cast<int>(firstRecv - chunks.size() + k);
-      s->sends.push_back(x);
-    }
+    addStepSends(s, nxt, chunks, st, in);
     for (const auto& c : chunks) {
       ScheduleRecv x;
       x.peer = prv;
