@@ -3,7 +3,11 @@
 // a context on a GPU) in programs that only ever pass host memory.
 #include "src/memory/memory_kind.h"
 
-#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstring>
 
 #ifdef COLLIE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -26,11 +30,44 @@ PointerInfo classifyPointerWith(const void* p, const PointerQueryFn& query) {
 
 namespace {
 
+// Asked on every collective, so it must be cheap: the list of loaded objects is walked in
+// memory (dlopen with RTLD_NOLOAD would search the library path with system calls, tens of
+// microseconds a call), only again once the loader has loaded something since the last walk,
+// and once the driver is there the answer stays yes.
 bool driverLoaded() {
-  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (h == nullptr) return false;
-  dlclose(h);  // drops only the reference NOLOAD took
-  return true;
+  static std::atomic<bool> loaded{false};
+  static std::atomic<unsigned long long> walkedAt{~0ull};  // the loader's load count then
+  if (loaded.load(std::memory_order_relaxed)) return true;
+  struct Walk {
+    unsigned long long seenAdds;
+    bool first = true, unchanged = false, found = false;
+  } w{walkedAt.load(std::memory_order_relaxed)};
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t size, void* arg) {
+        Walk& w = *static_cast<Walk*>(arg);
+        if (w.first) {
+          w.first = false;
+          if (size >= offsetof(struct dl_phdr_info, dlpi_subs) && info->dlpi_adds == w.seenAdds) {
+            w.unchanged = true;
+            return 1;
+          }
+          w.seenAdds = info->dlpi_adds;
+        }
+        const char* slash = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
+        const char* base = slash ? slash + 1 : info->dlpi_name;
+        if (base && std::strncmp(base, "libcuda.so", 10) == 0) {
+          w.found = true;
+          return 1;
+        }
+        return 0;
+      },
+      &w);
+  if (w.unchanged) return false;
+  if (w.found)
+    loaded.store(true, std::memory_order_relaxed);
+  else
+    walkedAt.store(w.seenAdds, std::memory_order_relaxed);
+  return w.found;
 }
 
 PointerQuery cudaQuery(const void* p) {
