@@ -57,7 +57,8 @@ struct AlgoContext {
   std::vector<char>* scratch = nullptr;  // reusable staging, grown on demand
   const char* opName = "allreduce";
   const std::atomic<bool>* abortFlag = nullptr;  // set by collieCommAbort from another thread
-  LinkModel link;  // of the slowest transport in use, for the cost model
+  LinkModel link;       // of the slowest transport in use, for the cost model
+  LinkModel localLink;  // between ranks of one host (shared memory when set up)
   bool oversubscribed = false;  // more local ranks than cores: yield instead of spinning
   const int* hostOf = nullptr;  // per rank, the lowest rank on its host (nullptr: unknown)
 
@@ -85,6 +86,11 @@ class Algorithm {
   virtual bool usable(const AlgoContext& ctx, const CollArgs& args) const { return true; }
   // Predicted time of the call on nranks ranks over links like link (the tuner's model).
   virtual double costUs(const CollArgs& args, int nranks, const LinkModel& link) const = 0;
+  // What the tuner asks: the cost on this communicator. costUs over ctx's slowest link, unless
+  // the algorithm prices the host layout (ctx.hostOf, ctx.localLink) itself.
+  virtual double layoutCostUs(const CollArgs& args, const AlgoContext& ctx) const {
+    return costUs(args, ctx.nranks, ctx.link);
+  }
   virtual Status run(const CollArgs& args, AlgoContext& ctx) = 0;
 };
 

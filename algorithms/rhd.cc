@@ -14,6 +14,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/chunk_schedule.h"
 #include "algorithms/patterns/rhd_pattern.h"
+#include "algorithms/schedules.h"
 
 namespace collie {
 
@@ -267,19 +268,7 @@ class RhdAlgorithm : public Algorithm {
       return Status::ok();
     }
     ChunkSchedule s;
-    switch (a.coll) {
-      case Collective::kAllReduce:
-        allReduce(a, ctx, &s);
-        break;
-      case Collective::kReduceScatter:
-        reduceScatter(a, ctx, &acc_, &s);
-        break;
-      case Collective::kAllGather:
-        allGather(a, ctx, &s);
-        break;
-      default:
-        return internalError(std::string("rhd has no schedule for ") + collectiveName(a.coll));
-    }
+    COLLIE_RETURN_IF_ERROR(buildRhdSchedule(a, ctx, &acc_, &s));
     return runChunkSchedule(s, a, ctx, kRhdId);
   }
 
@@ -288,6 +277,23 @@ class RhdAlgorithm : public Algorithm {
 };
 
 }  // namespace
+
+Status buildRhdSchedule(const CollArgs& a, const AlgoContext& ctx, std::vector<char>* acc,
+                        ChunkSchedule* s) {
+  switch (a.coll) {
+    case Collective::kAllReduce:
+      allReduce(a, ctx, s);
+      return Status::ok();
+    case Collective::kReduceScatter:
+      reduceScatter(a, ctx, acc, s);
+      return Status::ok();
+    case Collective::kAllGather:
+      allGather(a, ctx, s);
+      return Status::ok();
+    default:
+      return internalError(std::string("rhd has no schedule for ") + collectiveName(a.coll));
+  }
+}
 
 std::unique_ptr<Algorithm> makeRhdAlgorithm() { return std::make_unique<RhdAlgorithm>(); }
 

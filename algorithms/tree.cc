@@ -13,6 +13,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/chunk_schedule.h"
 #include "algorithms/patterns/tree_pattern.h"
+#include "algorithms/schedules.h"
 
 namespace collie {
 
@@ -172,19 +173,7 @@ class TreeAlgorithm : public Algorithm {
       return Status::ok();
     }
     ChunkSchedule s;
-    switch (a.coll) {
-      case Collective::kAllReduce:
-        allReduce(a, ctx, &s);
-        break;
-      case Collective::kBroadcast:
-        broadcast(a, ctx, &s);
-        break;
-      case Collective::kReduce:
-        reduceToRoot(a, ctx, &acc_, &s);
-        break;
-      default:
-        return internalError(std::string("tree has no schedule for ") + collectiveName(a.coll));
-    }
+    COLLIE_RETURN_IF_ERROR(buildTreeSchedule(a, ctx, &acc_, &s));
     return runChunkSchedule(s, a, ctx, kTreeId);
   }
 
@@ -193,6 +182,23 @@ class TreeAlgorithm : public Algorithm {
 };
 
 }  // namespace
+
+Status buildTreeSchedule(const CollArgs& a, const AlgoContext& ctx, std::vector<char>* acc,
+                         ChunkSchedule* s) {
+  switch (a.coll) {
+    case Collective::kAllReduce:
+      allReduce(a, ctx, s);
+      return Status::ok();
+    case Collective::kBroadcast:
+      broadcast(a, ctx, s);
+      return Status::ok();
+    case Collective::kReduce:
+      reduceToRoot(a, ctx, acc, s);
+      return Status::ok();
+    default:
+      return internalError(std::string("tree has no schedule for ") + collectiveName(a.coll));
+  }
+}
 
 std::unique_ptr<Algorithm> makeTreeAlgorithm() { return std::make_unique<TreeAlgorithm>(); }
 

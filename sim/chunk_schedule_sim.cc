@@ -21,12 +21,15 @@ sched::Schedule fromChunkSchedule(const ChunkSchedule& s) {
   return out;
 }
 
-sched::Schedule ringCollectiveSchedule(Collective coll, int r, int n, size_t count, size_t esz,
-                                       size_t chunkBytes) {
-  if (n <= 1) return sched::Schedule();
-  // The builder only computes addresses, never touches them: far-apart stand-ins for the send
-  // and receive buffers keep its in-place tests false, as in an out-of-place call.
+sched::Schedule executorSchedule(ChunkScheduleBuilder build, Collective coll, int r, int n,
+                                 size_t count, size_t esz, size_t chunkBytes, const int* hostOf) {
+  if (n <= 1 || count == 0) return sched::Schedule();
+  // The builders only compute addresses, never touch them: far-apart stand-ins for the send
+  // and receive buffers keep their in-place tests false, as in an out-of-place call.
   static char sendBase[1], recvBase[1];
+  // Partial results of ranks without an output (tree Reduce, rhd ReduceScatter); one
+  // simulation builds one rank at a time.
+  static thread_local std::vector<char> acc;
   CollArgs a;
   a.coll = coll;
   a.count = count;
@@ -44,9 +47,39 @@ sched::Schedule ringCollectiveSchedule(Collective coll, int r, int n, size_t cou
   ctx.rank = r;
   ctx.nranks = n;
   ctx.chunkBytes = chunkBytes;
+  ctx.hostOf = hostOf;
   ChunkSchedule s;
-  if (!buildRingSchedule(a, ctx, &s).isOk()) return sched::Schedule();
+  if (!build(a, ctx, &acc, &s).isOk()) return sched::Schedule();
   return fromChunkSchedule(s);
+}
+
+sched::Schedule ringCollectiveSchedule(Collective coll, int r, int n, size_t count, size_t esz,
+                                       size_t chunkBytes) {
+  return executorSchedule([](const CollArgs& a, const AlgoContext& ctx, std::vector<char>*,
+                             ChunkSchedule* s) { return buildRingSchedule(a, ctx, s); },
+                          coll, r, n, count, esz, chunkBytes);
+}
+
+void appendPhase(const sched::Schedule& phase, const std::vector<int>& members,
+                 sched::Schedule* out) {
+  const size_t before = out->size();
+  for (size_t i = 0; i < before; ++i)
+    if ((*out)[i].kind != sched::OpKind::kWait) out->wait(static_cast<int>(i));
+  const int base = static_cast<int>(out->size());
+  for (size_t i = 0; i < phase.size(); ++i) {
+    const sched::Op& op = phase[i];
+    switch (op.kind) {
+      case sched::OpKind::kSend:
+        out->send(members[static_cast<size_t>(op.peer)], op.bytes);
+        break;
+      case sched::OpKind::kRecv:
+        out->recv(members[static_cast<size_t>(op.peer)], op.bytes, op.reduce);
+        break;
+      case sched::OpKind::kWait:
+        out->wait(base + op.target);
+        break;
+    }
+  }
 }
 
 }  // namespace sim

@@ -1,8 +1,12 @@
 // The simulated algorithms and the prediction entry points (see predict.h).
 #include "sim/predict.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "algorithms/patterns/recursive_doubling_schedule.h"
 #include "algorithms/patterns/ring_schedule.h"
+#include "algorithms/schedules.h"
 #include "sim/chunk_schedule_sim.h"
 
 namespace collie {
@@ -12,18 +16,85 @@ namespace {
 
 bool allReduceOnly(Collective c) { return c == Collective::kAllReduce; }
 bool ringCollectives(Collective c) { return c != Collective::kBarrier; }
-
-sched::Schedule ring(Collective coll, int r, int n, size_t bytes, const PredictOptions& o) {
-  if (coll == Collective::kAllReduce)
-    return sched::ringAllReduce(r, n, bytes / o.elemSize, o.elemSize, o.chunkBytes);
-  // ReduceScatter and AllGather count one rank's block.
-  bool blocks = coll == Collective::kReduceScatter || coll == Collective::kAllGather;
-  size_t count = bytes / o.elemSize / (blocks ? static_cast<size_t>(n) : 1);
-  return ringCollectiveSchedule(coll, r, n, count, o.elemSize, o.chunkBytes);
+bool treeCollectives(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kBroadcast || c == Collective::kReduce;
+}
+bool rhdCollectives(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
+         c == Collective::kAllGather;
 }
 
-sched::Schedule recursiveDoubling(Collective, int r, int n, size_t bytes, const PredictOptions& o) {
-  return sched::recursiveDoublingAllReduce(r, n, bytes / o.elemSize * o.elemSize);
+// Elements of the call's count argument (algorithm.h): ReduceScatter and AllGather count one
+// rank's block.
+size_t callCount(Collective coll, int n, size_t bytes, const PredictOptions& o) {
+  const bool blocks = coll == Collective::kReduceScatter || coll == Collective::kAllGather;
+  return bytes / o.elemSize / (blocks ? static_cast<size_t>(n) : 1);
+}
+
+sched::Schedule ring(Collective coll, int r, size_t bytes, const Topology& topo, const Links&,
+                     const PredictOptions& o) {
+  const int n = topo.nranks;
+  if (coll == Collective::kAllReduce)
+    return sched::ringAllReduce(r, n, bytes / o.elemSize, o.elemSize, o.chunkBytes);
+  return ringCollectiveSchedule(coll, r, n, callCount(coll, n, bytes, o), o.elemSize, o.chunkBytes);
+}
+
+sched::Schedule recursiveDoubling(Collective, int r, size_t bytes, const Topology& topo,
+                                  const Links&, const PredictOptions& o) {
+  return sched::recursiveDoublingAllReduce(r, topo.nranks, bytes / o.elemSize * o.elemSize);
+}
+
+sched::Schedule tree(Collective coll, int r, size_t bytes, const Topology& topo, const Links&,
+                     const PredictOptions& o) {
+  return executorSchedule(buildTreeSchedule, coll, r, topo.nranks,
+                          callCount(coll, topo.nranks, bytes, o), o.elemSize, o.chunkBytes);
+}
+
+sched::Schedule rhd(Collective coll, int r, size_t bytes, const Topology& topo, const Links&,
+                    const PredictOptions& o) {
+  return executorSchedule(buildRhdSchedule, coll, r, topo.nranks,
+                          callCount(coll, topo.nranks, bytes, o), o.elemSize, o.chunkBytes);
+}
+
+// Hierarchical as the algorithm runs it (hierarchical.cc): the two-level tree, or the tree
+// Reduce inside the host, the leaders' ring and the tree Broadcast, one after the other.
+sched::Schedule hierarchical(Collective, int r, size_t bytes, const Topology& topo,
+                             const Links& links, const PredictOptions& o) {
+  const int n = topo.nranks;
+  std::vector<int> hostOf(static_cast<size_t>(n)), local, leaders;
+  for (int p = 0; p < n; ++p) {
+    hostOf[static_cast<size_t>(p)] =
+        p > 0 && topo.hostOf(p) == topo.hostOf(p - 1) ? hostOf[static_cast<size_t>(p - 1)] : p;
+    if (topo.hostOf(p) == topo.hostOf(r)) local.push_back(p);
+    if (hostOf[static_cast<size_t>(p)] == p) leaders.push_back(p);
+  }
+  const size_t count = bytes / o.elemSize;
+  CollArgs a;
+  a.count = count;
+  a.dtype = o.elemSize == 8 ? collieFloat64 : collieFloat32;
+  const LinkModel net{links.net.alphaUs, links.net.gbps,
+                      links.reduceGBps > 0 ? links.reduceGBps : 5.0};
+  if (!hierarchicalLeaderRing(a, static_cast<int>(leaders.size()), net)) {
+    return executorSchedule(
+        [](const CollArgs& x, const AlgoContext& ctx, std::vector<char>*, ChunkSchedule* s) {
+          return buildHierarchicalTreeSchedule(x, ctx, s);
+        },
+        Collective::kAllReduce, r, n, count, o.elemSize, o.chunkBytes, hostOf.data());
+  }
+  const int li = static_cast<int>(std::find(local.begin(), local.end(), r) - local.begin());
+  const int nl = static_cast<int>(local.size()), nh = static_cast<int>(leaders.size());
+  sched::Schedule s;
+  appendPhase(executorSchedule(buildTreeSchedule, Collective::kReduce, li, nl, count, o.elemSize,
+                               o.chunkBytes),
+              local, &s);
+  if (li == 0) {
+    const int hi = static_cast<int>(std::find(leaders.begin(), leaders.end(), r) - leaders.begin());
+    appendPhase(sched::ringAllReduce(hi, nh, count, o.elemSize, o.chunkBytes), leaders, &s);
+  }
+  appendPhase(executorSchedule(buildTreeSchedule, Collective::kBroadcast, li, nl, count, o.elemSize,
+                               o.chunkBytes),
+              local, &s);
+  return s;
 }
 
 }  // namespace
@@ -32,6 +103,9 @@ const std::vector<SimAlgorithm>& simAlgorithms() {
   static const std::vector<SimAlgorithm> kAlgos = {
       {"recursive_doubling", allReduceOnly, recursiveDoubling},
       {"ring", ringCollectives, ring},
+      {"tree", treeCollectives, tree},
+      {"rhd", rhdCollectives, rhd},
+      {"hierarchical", allReduceOnly, hierarchical},
   };
   return kAlgos;
 }
@@ -51,7 +125,7 @@ SimResult predict(const SimAlgorithm& algo, Collective coll, size_t bytes, const
   }
   std::vector<sched::Schedule> ranks;
   ranks.reserve(static_cast<size_t>(topo.nranks));
-  for (int r = 0; r < topo.nranks; ++r) ranks.push_back(algo.build(coll, r, topo.nranks, bytes, o));
+  for (int r = 0; r < topo.nranks; ++r) ranks.push_back(algo.build(coll, r, bytes, topo, links, o));
   return simulate(ranks, topo, links);
 }
 

@@ -27,7 +27,8 @@ struct PredictOptions {
 struct SimAlgorithm {
   const char* name;
   bool (*supports)(Collective coll);
-  sched::Schedule (*build)(Collective coll, int r, int n, size_t bytes, const PredictOptions& o);
+  sched::Schedule (*build)(Collective coll, int r, size_t bytes, const Topology& topo,
+                           const Links& links, const PredictOptions& o);
 };
 
 // Every algorithm the simulator has a schedule for, in the registry's order.

@@ -314,6 +314,7 @@ Status CommImpl::init(BootstrapInfo info) {
     auto links = parseTransportLinks(params().getString("COLLIE_TUNER_LINKS"));
     if (!links.isOk()) return links.status().withContext(where);
     link_ = linkModelFor(links.value(), anyTcp, anyUcx);
+    localLink_ = shm_ ? links.value().shm : link_;
   }
   COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer%s)", rank_,
               nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks,
@@ -570,6 +571,7 @@ Status CommImpl::executeHost(const CollArgs& args) {
   ctx.opName = collectiveName(args.coll);
   ctx.abortFlag = &aborting_;
   ctx.link = link_;
+  ctx.localLink = localLink_;
   ctx.oversubscribed = oversubscribed_;
   ctx.hostOf = hostOf_.data();
   Algorithm* algo = nullptr;

@@ -112,6 +112,7 @@ class CommImpl {
   Algorithm* forced_ = nullptr;  // COLLIE_ALGO or setAlgorithm; guarded by execMu_
   std::atomic<const char*> lastAlgo_{""};
   LinkModel link_;
+  LinkModel localLink_;  // between ranks of this host
   std::unique_ptr<Poller> poller_;
   std::unique_ptr<DeviceState, DeviceStateDeleter> device_;
   std::vector<char> scratch_;  // guarded by execMu_

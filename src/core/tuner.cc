@@ -78,7 +78,7 @@ Status pickAlgorithm(const std::vector<std::unique_ptr<Algorithm>>& algos, Algor
   *out = nullptr;
   for (auto& algo : algos) {
     if (!algo->supports(a.coll, a.memory) || !algo->usable(ctx, a)) continue;
-    double c = algo->costUs(a, ctx.nranks, ctx.link);
+    double c = algo->layoutCostUs(a, ctx);
     if (*out == nullptr || c < best) *out = algo.get(), best = c;
   }
   if (*out != nullptr) return Status::ok();

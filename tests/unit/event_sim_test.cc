@@ -2,9 +2,11 @@
 // NIC, the shm tier, reductions, the ring and recursive doubling, and broken schedules.
 #include "sim/event_sim.h"
 
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "sim/chunk_schedule_sim.h"
 #include "sim/predict.h"
 
 namespace collie {
@@ -247,6 +249,70 @@ TEST(EventSim, RingBroadcastIsAPipelinedChain) {
   EXPECT_NEAR(t, kAlpha + 4 * (chunk / kBpus) + 2 * (kAlpha + chunk / kBpus), 1e-6);
   double r = predictUs("ring", Collective::kReduce, bytes, Topology{4, 4}, netOnly(), o);
   EXPECT_NEAR(r, t, 1e-6);  // the same chain the other way, reductions free
+}
+
+// Every simulated algorithm runs every collective it has a schedule for, on one host or
+// several, with ranks that are not powers of two.
+TEST(EventSim, EverySimulatedScheduleCompletes) {
+  const Collective colls[] = {Collective::kAllReduce, Collective::kReduceScatter,
+                              Collective::kAllGather, Collective::kBroadcast, Collective::kReduce};
+  PredictOptions o;
+  o.chunkBytes = 64 << 10;
+  Links l = netOnly();
+  l.shm = {1.0, 10.0};
+  for (const SimAlgorithm& a : simAlgorithms())
+    for (Collective c : colls) {
+      if (!a.supports(c)) continue;
+      for (int n : {2, 3, 5, 8})
+        for (int hosts : {1, 2, n})
+          for (size_t bytes : {size_t{8} * 8, size_t{1} << 20}) {
+            if (std::string(a.name) == "hierarchical" && (hosts == 1 || hosts == n)) continue;
+            SimResult r = predict(a, c, bytes, Topology{n, hosts}, l, o);
+            EXPECT_TRUE(r.ok && r.timeUs > 0)
+                << a.name << " " << collectiveName(c) << " n=" << n << " hosts=" << hosts
+                << " bytes=" << bytes << ": " << r.error;
+          }
+    }
+}
+
+TEST(EventSim, TreeBroadcastOnTwoRanksIsOneMessagePerChunk) {
+  const size_t bytes = 1 << 20;
+  PredictOptions o;
+  o.chunkBytes = bytes;
+  double t = predictUs("tree", Collective::kBroadcast, bytes, Topology{2, 2}, netOnly(), o);
+  EXPECT_NEAR(t, kAlpha + bytes / kBpus, 1e-6);
+}
+
+TEST(EventSim, PhasesRunOneAfterTheOther) {
+  // Two phases of one message each, 0 -> 1 then 1 -> 0: the second starts when the first ends.
+  Schedule p0, p1;
+  p0.send(1, 1000);
+  p1.recv(0, 1000, false);
+  std::vector<Schedule> s(2);
+  appendPhase(p0, {0, 1}, &s[0]);
+  appendPhase(p1, {0, 1}, &s[1]);
+  Schedule q0, q1;
+  q0.recv(1, 1000, false);
+  q1.send(0, 1000);
+  appendPhase(q0, {0, 1}, &s[0]);
+  appendPhase(q1, {0, 1}, &s[1]);
+  SimResult r = simulate(s, Topology{2, 2}, netOnly());
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NEAR(r.timeUs, 2 * (kAlpha + 1000 / kBpus), 1e-6);
+}
+
+TEST(EventSim, HierarchicalLargeRunsTheLeadersRingAndBeatsTheFlatTree) {
+  // 8 ranks on 4 hosts, a fast shm tier: at 16 MiB the leaders' ring carries 2 * 3/4 of the
+  // buffer over each NIC, so the time is at least that, and well under a flat tree's.
+  Links l = netOnly();
+  l.shm = {1.0, 50.0};
+  const size_t bytes = 16 << 20;
+  const Topology topo{8, 4};
+  double h = predictUs("hierarchical", Collective::kAllReduce, bytes, topo, l);
+  double tr = predictUs("tree", Collective::kAllReduce, bytes, topo, l);
+  ASSERT_GT(h, 0);
+  EXPECT_GE(h, 2 * 0.75 * bytes / kBpus);
+  EXPECT_LT(h, tr);
 }
 
 }  // namespace

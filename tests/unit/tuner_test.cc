@@ -63,6 +63,31 @@ TEST(Tuner, SmallMessagesGoToFewRoundsLargeOnesToTheRing) {
   EXPECT_STRNE(large->name(), "recursive_doubling");  // whole-buffer exchanges lose
 }
 
+// 4 hosts x 2 ranks on a 1 Gbit/s network, shared memory inside each host: the leaders' ring
+// moves 2 * 3/4 of the buffer per host where a flat ring moves 2 * 7/8, which pays for the two
+// local phases over shm once the network is this much slower than the host.
+TEST(Tuner, HostsWithSeveralRanksTakeHierarchicalForLargeMessages) {
+  auto algos = buildAlgorithms();
+  std::vector<Connection*> none(8, nullptr);
+  const int hostOf[8] = {0, 0, 2, 2, 4, 4, 6, 6};
+  AlgoContext ctx;
+  ctx.conns = none.data();
+  ctx.nranks = 8;
+  ctx.rank = 3;
+  ctx.hostOf = hostOf;
+  ctx.link = LinkModel{50.0, 0.125, 5.0};
+  ctx.localLink = TransportLinks().shm;
+  Algorithm* large = nullptr;
+  ASSERT_TRUE(
+      pickAlgorithm(algos, nullptr, call(Collective::kAllReduce, 16 << 20), ctx, &large).isOk());
+  EXPECT_STREQ(large->name(), "hierarchical");
+  // Without the layout it is never the pick.
+  ctx.hostOf = nullptr;
+  ASSERT_TRUE(
+      pickAlgorithm(algos, nullptr, call(Collective::kAllReduce, 16 << 20), ctx, &large).isOk());
+  EXPECT_STRNE(large->name(), "hierarchical");
+}
+
 // A peer reached through shared memory, as far as the tuner looks.
 class MappedPeer : public Connection {
  public:
