@@ -510,6 +510,10 @@ void checkAllShapes(collieDataType_t dtype, collieRedOp_t op) {
   // A long odd length, unaligned, out of place and in place (two placements keep the suite fast).
   checkReduce<R>(dtype, op, 1000003, Placement::kUnalignedByByte, ++seed);
   checkReduce<R>(dtype, op, 1000003, Placement::kInPlaceA, ++seed);
+  // Past the size from which separate outputs are written with streaming stores (8 MiB), with
+  // the output one element off alignment: an ordinary head, the streamed body, a tail.
+  const size_t streamed = (size_t{8} << 20) / dtypeSize(dtype) + 13;
+  checkReduce<R>(dtype, op, streamed, Placement::kUnalignedByElement, ++seed);
   // Every length up to a few vector blocks, so each size of the last partial block is covered.
   for (size_t n = 2; n <= 70; ++n)
     checkReduce<R>(dtype, op, n, Placement::kUnalignedByByte, ++seed);

@@ -16,6 +16,11 @@
 //  - scaleForAvg multiplies floats by 1/divisor in f32 (f64 for f64) and divides integers,
 //    truncating toward zero.
 //
+// Large outputs of a separate buffer are written with non-temporal stores: an ordinary store
+// first reads the destination line from memory (read for ownership), so a DRAM-bound
+// out-of-place reduction would move four streams of data where it needs three. Outputs that
+// fit in cache, and in-place ones (whose lines the load already brought in), keep plain stores.
+//
 // Vectorisation is written out with GCC/Clang vector extensions, with a zero-padded last block
 // instead of a scalar tail, rather than left to the auto-vectoriser: at -O2 GCC only vectorises
 // loops it needs no runtime checks for, and the alias check it would need here fails exactly in
@@ -28,7 +33,7 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__F16C__) || defined(__AVX2__)
+#if defined(__x86_64__) || defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -207,6 +212,63 @@ void reduceKernel(void* dst, const void* a, const void* b, size_t count) {
   }
 }
 
+#if defined(__x86_64__)
+constexpr bool kHaveStreamingStores = true;
+// One vector of kVecBytes to p (kVecBytes-aligned) with a non-temporal store.
+template <typename V>
+void streamVec(void* p, V v) {
+  static_assert(sizeof(V) == kVecBytes, "streams whole vectors");
+#ifdef __AVX__
+  __m256i x;
+  std::memcpy(&x, &v, sizeof x);
+  _mm256_stream_si256(static_cast<__m256i*>(p), x);
+#else
+  __m128i x;
+  std::memcpy(&x, &v, sizeof x);
+  _mm_stream_si128(static_cast<__m128i*>(p), x);
+#endif
+}
+void storeFence() { _mm_sfence(); }
+#else
+constexpr bool kHaveStreamingStores = false;
+template <typename V>
+void streamVec(void* p, V v) {
+  storeVec(p, v);
+}
+void storeFence() {}
+#endif
+
+// reduceKernel with non-temporal stores for lanes stored as whole vectors: the head up to the
+// first aligned block and the tail go through reduceKernel. The fence orders the weakly
+// ordered streaming stores before whatever the caller does next (e.g. tell a peer the data is
+// there).
+template <typename L, typename Op>
+void reduceStreamingKernel(void* dst, const void* a, const void* b, size_t count) {
+  using Elem = typename L::Elem;
+  constexpr size_t kBlock = L::kWidth * sizeof(Elem);
+  static_assert(kBlock == kVecBytes, "only lanes stored as whole vectors stream");
+  auto* d = static_cast<char*>(dst);
+  auto* x = static_cast<const char*>(a);
+  auto* y = static_cast<const char*>(b);
+  const uintptr_t mis = reinterpret_cast<uintptr_t>(d) % kBlock;
+  if (mis % sizeof(Elem) != 0) return reduceKernel<L, Op>(dst, a, b, count);
+  size_t head = mis == 0 ? 0 : (kBlock - mis) / sizeof(Elem);
+  if (head > count) head = count;
+  reduceKernel<L, Op>(d, x, y, head);
+  const size_t skip = head * sizeof(Elem);
+  d += skip, x += skip, y += skip, count -= head;
+  size_t bytes = count * sizeof(Elem);
+  for (; bytes >= 2 * kBlock;
+       bytes -= 2 * kBlock, d += 2 * kBlock, x += 2 * kBlock, y += 2 * kBlock) {
+    const auto r0 = Op::apply(L::load(x), L::load(y));
+    const auto r1 = Op::apply(L::load(x + kBlock), L::load(y + kBlock));
+    streamVec(d, r0);
+    streamVec(d + kBlock, r1);
+  }
+  reduceKernel<L, Op>(d, x, y, bytes / sizeof(Elem));
+  storeFence();
+}
+
 // buf *= 1/divisor in the compute type of L.
 template <typename L>
 void scaleFloat(void* buf, size_t count, int divisor) {
@@ -238,11 +300,16 @@ void scaleInt(void* buf, size_t count, int divisor) {
   }
 }
 
+// Outputs from this size on are streamed (see the top of the file): well past L2, where the
+// output would be evicted before it is read again anyway.
+constexpr size_t kStreamingBytes = size_t{8} << 20;
+
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
 using ScaleFn = void (*)(void* buf, size_t count, int divisor);
 
 struct DtypeKernels {
   std::array<ReduceFn, collieNumOps> reduce{};
+  std::array<ReduceFn, collieNumOps> stream{};  // null where the lanes do not stream
   ScaleFn scale = nullptr;
   size_t elemBytes = 0;
   bool filled = false;
@@ -258,6 +325,14 @@ constexpr DtypeKernels kernelsFor(ScaleFn scale) {
   k.reduce[collieMax] = &reduceKernel<Order, MaxOp>;
   k.reduce[collieMin] = &reduceKernel<Order, MinOp>;
   k.reduce[collieAvg] = &reduceKernel<Arith, SumOp>;  // the caller scales once at the end
+  if constexpr (Arith::kWidth * sizeof(typename Arith::Elem) == kVecBytes &&
+                Order::kWidth * sizeof(typename Order::Elem) == kVecBytes) {
+    k.stream[collieSum] = &reduceStreamingKernel<Arith, SumOp>;
+    k.stream[collieProd] = &reduceStreamingKernel<Arith, ProdOp>;
+    k.stream[collieMax] = &reduceStreamingKernel<Order, MaxOp>;
+    k.stream[collieMin] = &reduceStreamingKernel<Order, MinOp>;
+    k.stream[collieAvg] = &reduceStreamingKernel<Arith, SumOp>;
+  }
   k.scale = scale;
   k.elemBytes = sizeof(typename Arith::Elem);
   k.filled = true;
@@ -326,7 +401,13 @@ void reduce(void* dst, const void* a, const void* b, size_t count, collieDataTyp
   checkHostArgs("reduce", dtype, kind);
   if (!validRedOp(op)) fatal("reduce: invalid reduction op");
   if (count == 0) return;
-  kTable[dtype].reduce[op](dst, a, b, count);
+  const DtypeKernels& k = kTable[dtype];
+  // Separate from both inputs (disjoint, since partial overlap is not allowed) and larger than
+  // a core's caches: stream it out.
+  if (kHaveStreamingStores && k.stream[op] != nullptr && dst != a && dst != b &&
+      count * k.elemBytes >= kStreamingBytes)
+    return k.stream[op](dst, a, b, count);
+  k.reduce[op](dst, a, b, count);
 }
 
 void scaleForAvg(void* buf, size_t count, collieDataType_t dtype, int divisor, MemoryKind kind) {
