@@ -67,17 +67,24 @@ void Bench::fillInputs(size_t count, collieDataType_t dtype, collieRedOp_t op, b
                        int rep) {
   coll_.fill(hostCall(count, dtype, op, inPlace), rep);
   if (!dev_) return;
-  const size_t bytes = count * typeInfo(dtype).size;
+  const size_t esz = typeInfo(dtype).size;
+  const size_t sendBytes = coll_.sendCount(count, nranks_) * esz;
   std::string why;
-  deviceOrDie(dev_->toDevice(dev_->recv(), recv_.get(), bytes, &why), why);
-  if (!inPlace) deviceOrDie(dev_->toDevice(dev_->send(), send_.get(), bytes, &why), why);
+  deviceOrDie(dev_->toDevice(dev_->recv(), recv_.get(), windowBytes(count, dtype), &why), why);
+  if (!inPlace) deviceOrDie(dev_->toDevice(dev_->send(), send_.get(), sendBytes, &why), why);
+}
+
+// The recv buffer's bytes a call of count uses: in place it holds the input too.
+size_t Bench::windowBytes(size_t count, collieDataType_t dtype) const {
+  return std::max(coll_.sendCount(count, nranks_), coll_.recvCount(count, nranks_)) *
+         typeInfo(dtype).size;
 }
 
 int64_t Bench::checkOutputs(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
                             int rep) {
   if (dev_) {
     std::string why;
-    deviceOrDie(dev_->toHost(recv_.get(), dev_->recv(), count * typeInfo(dtype).size, &why), why);
+    deviceOrDie(dev_->toHost(recv_.get(), dev_->recv(), windowBytes(count, dtype), &why), why);
   }
   return coll_.check(hostCall(count, dtype, op, inPlace), rep);
 }

@@ -62,6 +62,7 @@ class Bench {
   // The host buffers of iteration 0, where inputs are made and results checked; with device
   // buffers they are copied down before the call and the result up after it.
   CollCall hostCall(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
+  size_t windowBytes(size_t count, collieDataType_t dtype) const;
   void fillInputs(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace, int rep);
   int64_t checkOutputs(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
                        int rep);

@@ -261,13 +261,7 @@ static collieResult_t runCollective(collie::Collective coll, const void* sendbuf
                                                 &a));
     // Host memory ignores the stream and returns with the result; device memory is enqueued
     // on the stream and returns at once.
-    if (a.memory == collie::MemoryKind::kCuda) {
-      if (coll != collie::Collective::kAllReduce)
-        return collie::invalidArgument(std::string(collie::collectiveName(coll)) +
-                                       ": device buffers are taken by allreduce only in this "
-                                       "build; stage through host memory");
-      return comm->impl->runDevice(a, stream);
-    }
+    if (a.memory == collie::MemoryKind::kCuda) return comm->impl->runDevice(a, stream);
     return comm->impl->run(a);
   });
 }

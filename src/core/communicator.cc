@@ -495,7 +495,7 @@ Status CommImpl::execute(const CollArgs& args, DeviceOp* device) {
     if (op->gate) op->gate->open(s);
     return s;
   }
-  Status s = staging->run(args, nranks_, op, Deadline::afterMs(timeoutMs_), &aborting_,
+  Status s = staging->run(args, rank_, nranks_, op, Deadline::afterMs(timeoutMs_), &aborting_,
                           [this](const CollArgs& h) { return executeHost(h); });
   if (!s.isOk() && !failed_.load())
     fail(s.withContext(std::string(collectiveName(args.coll)) + " on device memory, rank " +
@@ -518,8 +518,11 @@ Status CommImpl::ensureStaging(int device) {
   }
   COLLIE_ASSIGN_OR_RETURN(
       device_->staging,
-      DeviceStaging::create(device,
-                            static_cast<size_t>(params().getInt("COLLIE_CUDA_STAGING_BYTES"))));
+      DeviceStaging::create(
+          device,
+          // Room for one 4 KiB piece per rank (AllGather, ReduceScatter cut by rank).
+          std::max(static_cast<size_t>(params().getInt("COLLIE_CUDA_STAGING_BYTES")),
+                   size_t(4096) * static_cast<size_t>(nranks_))));
   return Status::ok();
 #else
   return invalidArgument("device memory given but this build has no CUDA support");
@@ -537,7 +540,7 @@ Status CommImpl::runDevice(const CollArgs& args, void* stream) {
       if (inFlight_ > 0) qCv_.wait(l, [&] { return inFlight_ == 0; });
     }
     std::lock_guard<std::mutex> e(execMu_);
-    Status s = device_->nccl->allReduce(args, stream);
+    Status s = device_->nccl->run(args, stream);
     if (!s.isOk()) fail(s);
     return s;
   }

@@ -7,6 +7,8 @@
 #include <string>
 #include <thread>
 
+#include "src/core/staging_plan.h"
+
 namespace collie {
 namespace {
 
@@ -93,8 +95,9 @@ Status DeviceStaging::enqueue(void* stream, int64_t gateTimeoutMs, DeviceOp* op)
   return Status::ok();
 }
 
-Status DeviceStaging::run(const CollArgs& args, int nranks, DeviceOp* op, const Deadline& deadline,
-                          const std::atomic<bool>* abortFlag, const HostRun& hostRun) {
+Status DeviceStaging::run(const CollArgs& args, int rank, int nranks, DeviceOp* op,
+                          const Deadline& deadline, const std::atomic<bool>* abortFlag,
+                          const HostRun& hostRun) {
   Status s = cudaStatus(cudaSetDevice(device_), "cudaSetDevice");
   if (s.isOk() && op->ready != nullptr)
     s = waitEvent(op->ready, deadline, abortFlag, "waiting for the caller's stream");
@@ -102,12 +105,14 @@ Status DeviceStaging::run(const CollArgs& args, int nranks, DeviceOp* op, const 
   const size_t bytes = args.count * dtypeSize(args.dtype);
   if (s.isOk() && nranks == 1) {
     // Nothing to exchange: the result is the input (avg over one rank divides by one).
-    if (args.send != args.recv)
+    if (args.send != args.recv && args.send != nullptr && args.recv != nullptr)
       s = cudaStatus(cudaMemcpyAsync(args.recv, args.send, bytes, cudaMemcpyDeviceToDevice, st),
                      "cudaMemcpyAsync");
     if (s.isOk()) s = cudaStatus(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+  } else if (s.isOk() && allReduce_ && args.coll == Collective::kAllReduce) {
+    s = allReduce_(args, st, deadline, abortFlag);
   } else if (s.isOk()) {
-    s = runStaged(args, deadline, abortFlag, hostRun);
+    s = runStaged(args, rank, nranks, deadline, abortFlag, hostRun);
   }
   if (op->ready != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(op->ready));
   op->ready = nullptr;
@@ -115,18 +120,31 @@ Status DeviceStaging::run(const CollArgs& args, int nranks, DeviceOp* op, const 
   return s;
 }
 
-Status DeviceStaging::runStaged(const CollArgs& args, const Deadline& deadline,
-                                const std::atomic<bool>* abortFlag, const HostRun& hostRun) {
+namespace {
+
+Status copy2D(const Copy2D& c, const void* src, void* dst, cudaMemcpyKind kind, cudaStream_t st) {
+  if (!c.active) return Status::ok();
+  return cudaStatus(cudaMemcpy2DAsync(static_cast<char*>(dst) + c.dstOffset, c.dstPitch,
+                                      static_cast<const char*>(src) + c.srcOffset, c.srcPitch,
+                                      c.width, c.height, kind, st),
+                    kind == cudaMemcpyDeviceToHost ? "cudaMemcpy2DAsync device to host"
+                                                   : "cudaMemcpy2DAsync host to device");
+}
+
+}  // namespace
+
+Status DeviceStaging::runStaged(const CollArgs& args, int rank, int nranks,
+                                const Deadline& deadline, const std::atomic<bool>* abortFlag,
+                                const HostRun& hostRun) {
   auto st = static_cast<cudaStream_t>(stream_);
-  const size_t esz = dtypeSize(args.dtype);
-  const size_t perChunk = chunkBytes_ / esz;
-  const size_t nchunks = (args.count + perChunk - 1) / perChunk;
-  auto countOf = [&](size_t k) { return std::min(perChunk, args.count - k * perChunk); };
+  const size_t perChunk = stagingPerChunk(args.coll, dtypeSize(args.dtype), nranks, chunkBytes_);
+  if (perChunk == 0)
+    return invalidArgument("the device staging buffer of " + std::to_string(chunkBytes_) +
+                           " bytes cannot hold one element per rank (COLLIE_CUDA_STAGING_BYTES)");
+  const size_t nchunks = stagingChunks(args.count, perChunk);
   auto down = [&](size_t k) -> Status {
-    const char* src = static_cast<const char*>(args.send) + k * perChunk * esz;
-    COLLIE_CUDA_RETURN(
-        cudaMemcpyAsync(pinned_[k % 2], src, countOf(k) * esz, cudaMemcpyDeviceToHost, st),
-        "cudaMemcpyAsync device to host");
+    StagedChunk c = stagedChunk(args, rank, nranks, perChunk, k);
+    COLLIE_RETURN_IF_ERROR(copy2D(c.down, args.send, pinned_[k % 2], cudaMemcpyDeviceToHost, st));
     COLLIE_CUDA_RETURN(cudaEventRecord(static_cast<cudaEvent_t>(downDone_[k % 2]), st),
                        "cudaEventRecord");
     return Status::ok();
@@ -134,18 +152,20 @@ Status DeviceStaging::runStaged(const CollArgs& args, const Deadline& deadline,
   if (nchunks > 0) COLLIE_RETURN_IF_ERROR(down(0));
   for (size_t k = 0; k < nchunks; ++k) {
     // The stream runs in order, so chunk k+1's copy into the other slot comes after that slot's
-    // previous upload (chunk k-1) has read it.
+    // previous upload (chunk k-1) has read it, and before chunk k's upload writes the user's
+    // recv (in place, chunk k+1's input is not chunk k's output).
     if (k + 1 < nchunks) COLLIE_RETURN_IF_ERROR(down(k + 1));
     COLLIE_RETURN_IF_ERROR(waitEvent(downDone_[k % 2], deadline, abortFlag, "staging copy"));
+    StagedChunk c = stagedChunk(args, rank, nranks, perChunk, k);
+    char* slot = pinned_[k % 2];
     CollArgs h = args;
-    h.send = h.recv = pinned_[k % 2];
-    h.count = countOf(k);
+    h.send = c.hostSend == kNoBuffer ? nullptr : slot + c.hostSend;
+    h.recv = c.hostRecv == kNoBuffer ? nullptr : slot + c.hostRecv;
+    h.count = c.hostCount;
     h.memory = MemoryKind::kHost;
+    h.device = -1;
     COLLIE_RETURN_IF_ERROR(hostRun(h));
-    char* dst = static_cast<char*>(args.recv) + k * perChunk * esz;
-    COLLIE_CUDA_RETURN(
-        cudaMemcpyAsync(dst, pinned_[k % 2], h.count * esz, cudaMemcpyHostToDevice, st),
-        "cudaMemcpyAsync host to device");
+    COLLIE_RETURN_IF_ERROR(copy2D(c.up, slot, args.recv, cudaMemcpyHostToDevice, st));
   }
   // The last uploads: bounded like every other wait.
   cudaEvent_t done = nullptr;

@@ -1,9 +1,9 @@
 // Device buffers over host transports: a collective on device memory runs on the progress
-// thread as the host schedule over pinned staging chunks. Two chunks are in flight: while the
-// host schedule reduces one, the copy stream brings the next one down and the previous result
-// back up, each step ordered by events. The user's stream is honoured: the op starts once the
-// stream has reached the call (an event) and the stream's later work waits for the result (a
-// StreamGate). Built only with CUDA; streams and events are void* here.
+// thread as the host schedule over pinned staging chunks (staging_plan.h cuts each collective). Two
+// chunks are in flight: while the host schedule reduces one, the copy stream brings the next one
+// down and the previous result back up, each step ordered by events. The user's stream is honoured:
+// the op starts once the stream has reached the call (an event) and the stream's later work waits
+// for the result (a StreamGate). Built only with CUDA; streams and events are void* here.
 #pragma once
 
 #include <atomic>
@@ -26,6 +26,10 @@ struct DeviceOp {
 class DeviceStaging {
  public:
   using HostRun = std::function<Status(const CollArgs&)>;
+  // An AllReduce that stays on the device (device_ring.h): runs on stream, returns once the
+  // stream has finished it.
+  using DeviceRun = std::function<Status(const CollArgs&, void* stream, const Deadline&,
+                                         const std::atomic<bool>* abortFlag)>;
   ~DeviceStaging();
   // On the caller's thread (pinned allocation may synchronise the device, which must not happen
   // while a stream waits at a gate).
@@ -33,19 +37,23 @@ class DeviceStaging {
   int device() const { return device_; }
   // Caller's thread: records the ready event on stream and puts a gate in it.
   Status enqueue(void* stream, int64_t gateTimeoutMs, DeviceOp* op);
+  // Set once before the first op: AllReduce then runs through it instead of staging.
+  void setAllReduce(DeviceRun r) { allReduce_ = std::move(r); }
+  bool hasDeviceAllReduce() const { return static_cast<bool>(allReduce_); }
   // Progress thread: runs the op (hostRun runs the schedule on host buffers) and opens the gate.
-  Status run(const CollArgs& args, int nranks, DeviceOp* op, const Deadline& deadline,
+  Status run(const CollArgs& args, int rank, int nranks, DeviceOp* op, const Deadline& deadline,
              const std::atomic<bool>* abortFlag, const HostRun& hostRun);
 
  private:
   DeviceStaging() = default;
-  Status runStaged(const CollArgs& args, const Deadline& deadline,
+  Status runStaged(const CollArgs& args, int rank, int nranks, const Deadline& deadline,
                    const std::atomic<bool>* abortFlag, const HostRun& hostRun);
   int device_ = 0;
   size_t chunkBytes_ = 0;
   void* stream_ = nullptr;  // cudaStream_t, non-blocking: never waits on the legacy stream
   char* pinned_[2] = {};    // chunkBytes_ each
   void* downDone_[2] = {};  // cudaEvent_t: chunk in pinned_[i] is on the host
+  DeviceRun allReduce_;
 };
 
 }  // namespace collie

@@ -19,6 +19,10 @@ struct NcclApi {
   decltype(&ncclGetUniqueId) getUniqueId = nullptr;
   decltype(&ncclCommInitRankConfig) initRankConfig = nullptr;
   decltype(&ncclAllReduce) allReduce = nullptr;
+  decltype(&ncclReduceScatter) reduceScatter = nullptr;
+  decltype(&ncclAllGather) allGather = nullptr;
+  decltype(&ncclBroadcast) broadcast = nullptr;
+  decltype(&ncclReduce) reduce = nullptr;
   decltype(&ncclCommFinalize) finalize = nullptr;
   decltype(&ncclCommDestroy) destroy = nullptr;
   decltype(&ncclCommAbort) abort = nullptr;
@@ -59,6 +63,10 @@ StatusOr<const NcclApi*> loadNccl() {
     sym(&api.getUniqueId, "ncclGetUniqueId");
     sym(&api.initRankConfig, "ncclCommInitRankConfig");
     sym(&api.allReduce, "ncclAllReduce");
+    sym(&api.reduceScatter, "ncclReduceScatter");
+    sym(&api.allGather, "ncclAllGather");
+    sym(&api.broadcast, "ncclBroadcast");
+    sym(&api.reduce, "ncclReduce");
     sym(&api.finalize, "ncclCommFinalize");
     sym(&api.destroy, "ncclCommDestroy");
     sym(&api.abort, "ncclCommAbort");
@@ -190,13 +198,40 @@ StatusOr<std::unique_ptr<NcclBackend>> NcclBackend::create(Store* store, int ran
   return b;
 }
 
-Status NcclBackend::allReduce(const CollArgs& args, void* stream) {
+Status NcclBackend::run(const CollArgs& args, void* stream) {
   auto comm = static_cast<ncclComm_t>(comm_);
-  ncclResult_t r = api_->allReduce(args.send, args.recv, args.count, ncclType(args.dtype),
-                                   ncclOp(args.op), comm, static_cast<cudaStream_t>(stream));
-  if (r == ncclInProgress) return waitInProgress("allreduce", Deadline::afterMs(timeoutMs_));
+  auto st = static_cast<cudaStream_t>(stream);
+  const ncclDataType_t t = ncclType(args.dtype);
+  const ncclRedOp_t op = ncclOp(args.op);
+  ncclResult_t r = ncclInvalidUsage;
+  const char* what = "ncclAllReduce";
+  switch (args.coll) {
+    case Collective::kAllReduce:
+      r = api_->allReduce(args.send, args.recv, args.count, t, op, comm, st);
+      break;
+    case Collective::kReduceScatter:
+      what = "ncclReduceScatter";
+      r = api_->reduceScatter(args.send, args.recv, args.count, t, op, comm, st);
+      break;
+    case Collective::kAllGather:
+      what = "ncclAllGather";
+      r = api_->allGather(args.send, args.recv, args.count, t, comm, st);
+      break;
+    case Collective::kBroadcast:
+      what = "ncclBroadcast";
+      r = api_->broadcast(args.send, args.recv, args.count, t, args.root, comm, st);
+      break;
+    case Collective::kReduce:
+      what = "ncclReduce";
+      r = api_->reduce(args.send, args.recv, args.count, t, op, args.root, comm, st);
+      break;
+    default:
+      return invalidArgument(std::string(collectiveName(args.coll)) +
+                             " is not forwarded to NCCL (COLLIE_BACKEND=nccl)");
+  }
+  if (r == ncclInProgress) return waitInProgress(what, Deadline::afterMs(timeoutMs_));
   if (r != ncclSuccess)
-    return remoteError(std::string("ncclAllReduce: ") + api_->errorString(r) + ": " +
+    return remoteError(std::string(what) + ": " + api_->errorString(r) + ": " +
                        api_->lastError(comm));
   return Status::ok();
 }

@@ -24,8 +24,8 @@ class NcclBackend {
   static StatusOr<std::unique_ptr<NcclBackend>> create(Store* store, int rank, int nranks,
                                                        const std::vector<std::string>& hosts,
                                                        int64_t timeoutMs, const Deadline& deadline);
-  // Enqueues the collective on stream (cudaStream_t) and returns.
-  Status allReduce(const CollArgs& args, void* stream);
+  // Enqueues the collective (any but barrier) on stream (cudaStream_t) and returns.
+  Status run(const CollArgs& args, void* stream);
   void abort();
 
  private:
