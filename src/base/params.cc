@@ -33,7 +33,8 @@ static const std::vector<ParamInfo>& table() {
        "restrict transports: comma list of tcp, shm, ucx (listing ucx forces it where shm is not "
        "listed or cannot reach)"},
       {"COLLIE_SHM_RING_BYTES", "1M", "shared-memory ring per peer and direction, bytes"},
-      {"COLLIE_SHM_STAGING_BYTES", "4M", "shared-memory staging buffer per rank (two slots), bytes"},
+      {"COLLIE_SHM_STAGING_BYTES", "4M",
+       "shared-memory staging buffer per rank (two slots), bytes"},
       {"COLLIE_SHM_CHUNK_BYTES", "512K", "pipeline chunk of the shm_direct AllReduce, bytes"},
       {"COLLIE_SHM_STREAM_BYTES", "8M",
        "out-of-place shm_direct outputs this large are written with streaming stores"},
@@ -42,6 +43,12 @@ static const std::vector<ParamInfo>& table() {
        "collie, or nccl: device-buffer collectives go to an NCCL communicator (builds with NCCL)"},
       {"COLLIE_CUDA_STAGING_BYTES", "8M",
        "device buffers over host transports: pinned staging chunk, bytes (two are pipelined)"},
+      {"COLLIE_CUDA_PATH", "auto",
+       "device-buffer AllReduce: auto (the cuda_ipc device ring on one host, else staged), ipc, "
+       "or staged (through pinned host buffers)"},
+      {"COLLIE_CUDA_SLOT_BYTES", "8M",
+       "device ring: bytes of each slot of the cuda_ipc staging buffer"},
+      {"COLLIE_CUDA_SLOTS", "4", "device ring: slots in each rank's cuda_ipc staging buffer"},
   };
   return kParams;
 }
@@ -67,9 +74,12 @@ static bool parseInt(const std::string& s, int64_t* out) {
   long long v = strtoll(s.c_str(), &end, 10);
   if (end == s.c_str()) return false;
   int64_t mult = 1;
-  if (*end == 'K' || *end == 'k') mult = 1024, ++end;
-  else if (*end == 'M' || *end == 'm') mult = 1024 * 1024, ++end;
-  else if (*end == 'G' || *end == 'g') mult = 1024LL * 1024 * 1024, ++end;
+  if (*end == 'K' || *end == 'k')
+    mult = 1024, ++end;
+  else if (*end == 'M' || *end == 'm')
+    mult = 1024 * 1024, ++end;
+  else if (*end == 'G' || *end == 'g')
+    mult = 1024LL * 1024 * 1024, ++end;
   if (*end != '\0') return false;
   *out = v * mult;
   return true;

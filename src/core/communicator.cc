@@ -1,12 +1,11 @@
 // CommImpl: init (store rendezvous, full mesh), ordered execution, errors and abort.
 #include "src/core/communicator.h"
 
-#include <algorithm>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -18,6 +17,7 @@
 #include "transports/ucx/ucx_transport.h"
 #endif
 #ifdef COLLIE_HAVE_CUDA
+#include "src/core/device_ring.h"
 #include "src/core/device_staging.h"
 #endif
 #ifdef COLLIE_HAVE_NCCL
@@ -60,6 +60,7 @@ Status WorkState::status() {
 struct DeviceState {
 #ifdef COLLIE_HAVE_CUDA
   std::mutex mu;
+  std::unique_ptr<DeviceRing> ring;        // guarded by mu; outlives staging's stream
   std::unique_ptr<DeviceStaging> staging;  // guarded by mu: made by the first device call
 #endif
 #ifdef COLLIE_HAVE_NCCL
@@ -126,8 +127,9 @@ Status CommImpl::init(BootstrapInfo info) {
   nranks_ = info.nranks;
   logSetRank(rank_);
   timeoutMs_ = params().getInt("COLLIE_TIMEOUT_MS");
-  int64_t connectMs = getenv("COLLIE_CONNECT_TIMEOUT_MS") ? params().getInt("COLLIE_CONNECT_TIMEOUT_MS")
-                                                           : timeoutMs_;
+  int64_t connectMs = getenv("COLLIE_CONNECT_TIMEOUT_MS")
+                          ? params().getInt("COLLIE_CONNECT_TIMEOUT_MS")
+                          : timeoutMs_;
   chunkBytes_ = static_cast<size_t>(std::max<int64_t>(4096, params().getInt("COLLIE_CHUNK_BYTES")));
   const std::string where = "init of rank " + std::to_string(rank_) + " of " +
                             std::to_string(nranks_) + " (" + info.how + ", store " +
@@ -214,8 +216,7 @@ Status CommImpl::init(BootstrapInfo info) {
 
   COLLIE_RETURN_IF_ERROR(store_
                              ->set("rank/" + std::to_string(rank_),
-                                   std::to_string(nranks_) + " " + hostId() + " " +
-                                       tcp_->address())
+                                   std::to_string(nranks_) + " " + hostId() + " " + tcp_->address())
                              .withContext(where));
   std::vector<std::string> keys, missing;
   for (int r = 0; r < nranks_; ++r) keys.push_back("rank/" + std::to_string(r));
@@ -305,8 +306,8 @@ Status CommImpl::init(BootstrapInfo info) {
   int64_t spinUs = params().getInt("COLLIE_SPIN_US");
   unsigned cores = std::thread::hardware_concurrency();
   oversubscribed_ = cores > 0 && localRanks_ > static_cast<int>(cores);
-  poller_.reset(new Poller(all, spinUs, &aborting_, shm_ ? shm_->doorbell() : nullptr,
-                           oversubscribed_));
+  poller_.reset(
+      new Poller(all, spinUs, &aborting_, shm_ ? shm_->doorbell() : nullptr, oversubscribed_));
   // The tuner's model: the slowest transport in use (see tuner.h).
   bool anyTcp = false, anyUcx = false;
   for (int p = 0; p < nranks_; ++p) anyTcp |= useTcp[p], anyUcx |= useUcx[p];
@@ -516,13 +517,37 @@ Status CommImpl::ensureStaging(int device) {
                            std::to_string(device_->staging->device()) +
                            " (one device per communicator, as with NCCL)");
   }
+  COLLIE_ASSIGN_OR_RETURN(CudaPath path, parseCudaPath(params().getString("COLLIE_CUDA_PATH")));
+  const bool oneHost = std::all_of(hostOf_.begin(), hostOf_.end(), [](int h) { return h == 0; });
+  COLLIE_ASSIGN_OR_RETURN(bool tryRing, tryDeviceRing(path, nranks_, oneHost));
+  std::unique_ptr<DeviceStaging> staging;
   COLLIE_ASSIGN_OR_RETURN(
-      device_->staging,
-      DeviceStaging::create(
-          device,
-          // Room for one 4 KiB piece per rank (AllGather, ReduceScatter cut by rank).
-          std::max(static_cast<size_t>(params().getInt("COLLIE_CUDA_STAGING_BYTES")),
-                   size_t(4096) * static_cast<size_t>(nranks_))));
+      staging, DeviceStaging::create(
+                   device,
+                   // Room for one 4 KiB piece per rank (AllGather, ReduceScatter cut by rank).
+                   std::max(static_cast<size_t>(params().getInt("COLLIE_CUDA_STAGING_BYTES")),
+                            size_t(4096) * static_cast<size_t>(nranks_))));
+  if (tryRing) {
+    DeviceRingConfig rc;
+    rc.device = device;
+    rc.rank = rank_;
+    rc.nranks = nranks_;
+    rc.path = path;
+    rc.slotBytes = static_cast<size_t>(
+        std::max<int64_t>(4096, params().getInt("COLLIE_CUDA_SLOT_BYTES")) & ~int64_t(255));
+    rc.nslots = static_cast<int>(std::max<int64_t>(1, params().getInt("COLLIE_CUDA_SLOTS")));
+    COLLIE_ASSIGN_OR_RETURN(device_->ring,
+                            DeviceRing::create(rc, store_.get(), Deadline::afterMs(timeoutMs_)));
+    if (DeviceRing* ring = device_->ring.get())
+      staging->setAllReduce([this, ring](const CollArgs& a, void* stream, const Deadline& d,
+                                         const std::atomic<bool>*) {
+        AlgoContext ctx = context(a);
+        ctx.deadline = d;
+        lastAlgo_.store("device_ring");
+        return ring->run(a, stream, ctx);
+      });
+  }
+  device_->staging = std::move(staging);
   return Status::ok();
 #else
   return invalidArgument("device memory given but this build has no CUDA support");
@@ -561,7 +586,7 @@ Status CommImpl::runDevice(const CollArgs& args, void* stream) {
 #endif
 }
 
-Status CommImpl::executeHost(const CollArgs& args) {
+AlgoContext CommImpl::context(const CollArgs& args) {
   AlgoContext ctx;
   ctx.rank = rank_;
   ctx.nranks = nranks_;
@@ -577,6 +602,11 @@ Status CommImpl::executeHost(const CollArgs& args) {
   ctx.localLink = localLink_;
   ctx.oversubscribed = oversubscribed_;
   ctx.hostOf = hostOf_.data();
+  return ctx;
+}
+
+Status CommImpl::executeHost(const CollArgs& args) {
+  AlgoContext ctx = context(args);
   Algorithm* algo = nullptr;
   Status picked = pickAlgorithm(algos_, forced_, args, ctx, &algo);
   if (!picked.isOk()) {

@@ -85,6 +85,7 @@ class CommImpl {
   Status setUpBackend(const std::string& backend, const std::vector<std::string>& hosts,
                       const Deadline& deadline);
   Status ensureStaging(int device);
+  AlgoContext context(const CollArgs& args);  // for an op about to run: takes a sequence number
   Status setUpShm(const std::vector<int>& local, const Deadline& deadline);
   // Exchanges worker addresses with the peers in want and connects those that can; forced
   // (COLLIE_TRANSPORT lists ucx) makes any failure an error, else a peer falls back to tcp.
@@ -94,7 +95,7 @@ class CommImpl {
 
   int rank_ = 0;
   int nranks_ = 1;
-  int localRanks_ = 1;  // ranks on this host, this one included
+  int localRanks_ = 1;       // ranks on this host, this one included
   std::vector<int> hostOf_;  // per rank, the lowest rank on its host
   bool oversubscribed_ = false;
   int64_t timeoutMs_ = 300000;
@@ -106,7 +107,7 @@ class CommImpl {
   std::unique_ptr<Transport> ucx_;  // a UcxTransport where the build and some peer use UCX
   uint64_t commId_ = 0;
   std::vector<std::unique_ptr<Connection>> conns_;  // by rank; null for this rank
-  std::vector<Connection*> connPtrs_;                // the same, as the schedules see them
+  std::vector<Connection*> connPtrs_;               // the same, as the schedules see them
   std::vector<std::unique_ptr<Algorithm>> algos_;
   Status findAlgorithm(const std::string& name, Algorithm** out) const;
   Algorithm* forced_ = nullptr;  // COLLIE_ALGO or setAlgorithm; guarded by execMu_
@@ -122,7 +123,7 @@ class CommImpl {
   std::atomic<bool> aborting_{false};
   std::atomic<bool> failed_{false};
   std::mutex errMu_;
-  Status firstError_;     // guarded by errMu_
+  Status firstError_;      // guarded by errMu_
   std::string lastError_;  // guarded by errMu_
 
   // The asynchronous queue.

@@ -111,6 +111,7 @@ Status DeviceStaging::run(const CollArgs& args, int rank, int nranks, DeviceOp* 
     if (s.isOk()) s = cudaStatus(cudaStreamSynchronize(st), "cudaStreamSynchronize");
   } else if (s.isOk() && allReduce_ && args.coll == Collective::kAllReduce) {
     s = allReduce_(args, st, deadline, abortFlag);
+    if (s.isOk()) s = drain(deadline, abortFlag, "device ring");
   } else if (s.isOk()) {
     s = runStaged(args, rank, nranks, deadline, abortFlag, hostRun);
   }
@@ -167,11 +168,17 @@ Status DeviceStaging::runStaged(const CollArgs& args, int rank, int nranks,
     COLLIE_RETURN_IF_ERROR(hostRun(h));
     COLLIE_RETURN_IF_ERROR(copy2D(c.up, slot, args.recv, cudaMemcpyHostToDevice, st));
   }
-  // The last uploads: bounded like every other wait.
+  return drain(deadline, abortFlag, "staging upload");  // the last uploads
+}
+
+// Until the private stream has done all it was given, bounded like every other wait.
+Status DeviceStaging::drain(const Deadline& deadline, const std::atomic<bool>* abortFlag,
+                            const char* what) {
   cudaEvent_t done = nullptr;
   COLLIE_CUDA_RETURN(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
-  Status s = cudaStatus(cudaEventRecord(done, st), "cudaEventRecord");
-  if (s.isOk()) s = waitEvent(done, deadline, abortFlag, "staging upload");
+  Status s =
+      cudaStatus(cudaEventRecord(done, static_cast<cudaStream_t>(stream_)), "cudaEventRecord");
+  if (s.isOk()) s = waitEvent(done, deadline, abortFlag, what);
   cudaEventDestroy(done);
   return s;
 }

@@ -48,6 +48,7 @@ class DeviceStaging {
   DeviceStaging() = default;
   Status runStaged(const CollArgs& args, int rank, int nranks, const Deadline& deadline,
                    const std::atomic<bool>* abortFlag, const HostRun& hostRun);
+  Status drain(const Deadline& deadline, const std::atomic<bool>* abortFlag, const char* what);
   int device_ = 0;
   size_t chunkBytes_ = 0;
   void* stream_ = nullptr;  // cudaStream_t, non-blocking: never waits on the legacy stream

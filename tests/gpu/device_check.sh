@@ -110,10 +110,16 @@ busbw_at_max() {
 }
 
 # 5. collie-perf on device buffers: 1, 2, 4 ranks sharing GPU 0 (CUDA_VISIBLE_DEVICES), each
-# backend. NCCL refuses two ranks on one GPU; Collie's init says so, which is checked once.
+# backend: Collie's device ring over cuda_ipc (COLLIE_CUDA_PATH=ipc), Collie staging through
+# pinned host memory (staged), and NCCL. NCCL refuses two ranks on one GPU; Collie's init says
+# so, which is checked once.
 for n in 1 2 4; do
-  for backend in collie nccl; do
+  for variant in collie:ipc collie:staged nccl:auto; do
+    backend=${variant%%:*}
+    path=${variant#*:}
+    if [ "$n" = 1 ] && [ "$path" = staged ]; then continue; fi  # one rank exchanges nothing
     tag="perf_${backend}_n${n}"
+    [ "$backend" = collie ] && [ "$n" -gt 1 ] && tag="perf_collie_${path}_n${n}"
     if [ "$backend" = nccl ] && [ "$HAVE_NCCL" != 1 ]; then
       skip "$tag: this build has no NCCL"
       continue
@@ -143,7 +149,8 @@ for n in 1 2 4; do
       continue
     fi
     log=$LOGS/$tag.log
-    if CUDA_VISIBLE_DEVICES=$visible timeout 150 "$BIN/collie-run" -n "$n" "$BIN/collie-perf" \
+    if CUDA_VISIBLE_DEVICES=$visible COLLIE_CUDA_PATH=$path timeout 150 \
+        "$BIN/collie-run" -n "$n" "$BIN/collie-perf" \
         --device --backend "$backend" -b 1M -e "$MAX_BYTES" -f 4 -n 10 -w 2 -c 1 >"$log" 2>&1; then
       say "$tag ok: size $(busbw_at_max "$log") (busbw GB/s)"
     else
@@ -152,6 +159,25 @@ for n in 1 2 4; do
       FAILED=1
     fi
   done
+done
+
+# 6. The other collectives on device buffers, 2 ranks sharing GPU 0, checked (-c 1): the
+# staged path cuts each one into strided pinned chunks.
+for coll in reduce_scatter all_gather broadcast reduce; do
+  tag="perf_collie_${coll}_n2"
+  if ! in_budget; then
+    skip "$tag: over the time budget (${BUDGET_S} s)"
+    continue
+  fi
+  log=$LOGS/$tag.log
+  if CUDA_VISIBLE_DEVICES=0 timeout 90 "$BIN/collie-run" -n 2 "$BIN/collie-perf" "$coll" \
+      --device -b 1M -e 256M -f 16 -n 5 -w 1 -c 1 >"$log" 2>&1; then
+    say "$tag ok: size $(busbw_at_max "$log") (busbw GB/s)"
+  else
+    say "$tag FAILED (rc $?, see $log)"
+    tail -5 "$log" | tee -a "$SUMMARY"
+    FAILED=1
+  fi
 done
 
 say "result $([ "$FAILED" = 0 ] && echo passed || echo failed)"

@@ -1,51 +1,17 @@
 // The TCP transport between threads over loopback: the full mesh, framed transfers of every
 // size (striped and not), and a closed peer reported by rank.
+#include "transports/tcp/tcp_transport.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <thread>
 #include <vector>
 
-#include "transports/tcp/tcp_transport.h"
+#include "tests/unit/tcp_mesh.h"
 
 namespace collie {
 namespace {
-
-struct Mesh {
-  std::vector<std::unique_ptr<TcpTransport>> transports;
-  std::vector<std::vector<std::unique_ptr<Connection>>> conns;  // [rank][peer]
-};
-
-Mesh connectMesh(int n, int nsocks) {
-  Mesh m;
-  Identity id;
-  memset(id.secret, 7, 16);
-  id.commId = 99;
-  id.nranks = n;
-  TcpOptions opt;
-  opt.nsocks = nsocks;
-  opt.stripeBytes = 4096;
-  std::vector<std::string> addrs;
-  auto lo = resolveHost("127.0.0.1", 0);
-  for (int r = 0; r < n; ++r) {
-    id.rank = r;
-    auto t = TcpTransport::create(id, opt, lo.value());
-    EXPECT_TRUE(t.isOk()) << t.status().toString();
-    addrs.push_back(t.value()->address());
-    m.transports.push_back(t.take());
-  }
-  m.conns.resize(n);
-  std::vector<std::thread> th;
-  std::vector<Status> st(n);
-  for (int r = 0; r < n; ++r)
-    th.emplace_back([&, r] {
-      st[r] = m.transports[r]->connectAll(addrs, std::vector<bool>(n, true), Deadline::afterMs(5000),
-                                          &m.conns[r]);
-    });
-  for (auto& t : th) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_TRUE(st[r].isOk()) << st[r].toString();
-  return m;
-}
 
 FrameTag tagOf(uint32_t step) {
   FrameTag t;
