@@ -17,7 +17,7 @@
 #include "transports/ucx/ucx_transport.h"
 #endif
 #ifdef COLLIE_HAVE_CUDA
-#include "src/core/device_ring.h"
+#include "src/core/device_ipc.h"
 #include "src/core/device_staging.h"
 #endif
 #ifdef COLLIE_HAVE_NCCL
@@ -60,7 +60,7 @@ Status WorkState::status() {
 struct DeviceState {
 #ifdef COLLIE_HAVE_CUDA
   std::mutex mu;
-  std::unique_ptr<DeviceRing> ring;        // guarded by mu; outlives staging's stream
+  std::unique_ptr<DeviceIpc> ipc;          // guarded by mu; outlives staging's stream
   std::unique_ptr<DeviceStaging> staging;  // guarded by mu: made by the first device call
 #endif
 #ifdef COLLIE_HAVE_NCCL
@@ -528,24 +528,35 @@ Status CommImpl::ensureStaging(int device) {
                    std::max(static_cast<size_t>(params().getInt("COLLIE_CUDA_STAGING_BYTES")),
                             size_t(4096) * static_cast<size_t>(nranks_))));
   if (tryRing) {
-    DeviceRingConfig rc;
-    rc.device = device;
-    rc.rank = rank_;
-    rc.nranks = nranks_;
-    rc.path = path;
-    rc.slotBytes = static_cast<size_t>(
+    DeviceIpcConfig dc;
+    dc.device = device;
+    dc.rank = rank_;
+    dc.nranks = nranks_;
+    dc.path = path;
+    dc.slotBytes = static_cast<size_t>(
         std::max<int64_t>(4096, params().getInt("COLLIE_CUDA_SLOT_BYTES")) & ~int64_t(255));
-    rc.nslots = static_cast<int>(std::max<int64_t>(1, params().getInt("COLLIE_CUDA_SLOTS")));
-    COLLIE_ASSIGN_OR_RETURN(device_->ring,
-                            DeviceRing::create(rc, store_.get(), Deadline::afterMs(timeoutMs_)));
-    if (DeviceRing* ring = device_->ring.get())
-      staging->setAllReduce([this, ring](const CollArgs& a, void* stream, const Deadline& d,
-                                         const std::atomic<bool>*) {
-        AlgoContext ctx = context(a);
-        ctx.deadline = d;
-        lastAlgo_.store("device_ring");
-        return ring->run(a, stream, ctx);
-      });
+    dc.nslots = static_cast<int>(std::max<int64_t>(1, params().getInt("COLLIE_CUDA_SLOTS")));
+    COLLIE_ASSIGN_OR_RETURN(device_->ipc,
+                            DeviceIpc::create(dc, store_.get(), Deadline::afterMs(timeoutMs_)));
+    if (DeviceIpc* ipc = device_->ipc.get())
+      staging->setAllReduce(
+          // COLLIE_ALGO / collieCommSetAlgorithm: ring and tree run on the device, the other
+          // algorithms over staging.
+          [this](const CollArgs&) {
+            return forced_ == nullptr || strcmp(forced_->name(), "ring") == 0 ||
+                   strcmp(forced_->name(), "tree") == 0;
+          },
+          [this, ipc](const CollArgs& a, void* stream, const Deadline& d,
+                      const std::atomic<bool>*) {
+            AlgoContext ctx = context(a);
+            ctx.deadline = d;
+            const bool tree = forced_ != nullptr
+                                  ? strcmp(forced_->name(), "tree") == 0
+                                  : pickDeviceAlgo(nranks_, a.count * dtypeSize(a.dtype),
+                                                   kDeviceHopUs, kDeviceGBps) == DeviceAlgo::kTree;
+            lastAlgo_.store(tree ? "device_tree" : "device_ring");
+            return tree ? ipc->runTree(a, stream, ctx) : ipc->runRing(a, stream, ctx);
+          });
   }
   device_->staging = std::move(staging);
   return Status::ok();

@@ -49,4 +49,14 @@ StatusOr<bool> decideCudaPath(CudaPath path, const std::vector<std::string>& vot
   return true;
 }
 
+DeviceAlgo pickDeviceAlgo(int nranks, size_t bytes, double hopUs, double gbps) {
+  if (nranks < 3) return DeviceAlgo::kRing;  // two ranks: the same hops, half the bytes each
+  int height = 0;
+  while ((2 << height) <= nranks) ++height;
+  const double gain = nranks - 1 - height;  // hops the tree saves each way
+  if (gain <= 0) return DeviceAlgo::kRing;
+  const double limit = hopUs * 1e-6 * gbps * 1e9 * nranks * gain;
+  return static_cast<double>(bytes) < limit ? DeviceAlgo::kTree : DeviceAlgo::kRing;
+}
+
 }  // namespace collie

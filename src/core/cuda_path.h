@@ -7,6 +7,7 @@
 // so that no rank runs the ring while another stages. Kept free of CUDA: tested on the CPU.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -31,5 +32,14 @@ std::string cudaPathVote(const Status& s);
 // first rank that could not (ipc, or a vote that is neither).
 StatusOr<bool> decideCudaPath(CudaPath path, const std::vector<std::string>& votes,
                               const char* stage);
+
+// Which device schedule an AllReduce of bytes over nranks (>= 2) of one host runs: the tree
+// when its 2 log2(n) hops beat the ring's 2 (n - 1) by more than the ring's bandwidth gains,
+// i.e. bytes < hopUs * GBps * n * (n - 1 - height), from an alpha-beta model of a hop (a
+// frame and an event wait, hopUs) and of a device copy (GBps).
+enum class DeviceAlgo { kRing, kTree };
+DeviceAlgo pickDeviceAlgo(int nranks, size_t bytes, double hopUs, double gbps);
+constexpr double kDeviceHopUs = 20.0;  // set by the device check's ring and tree tables
+constexpr double kDeviceGBps = 100.0;
 
 }  // namespace collie

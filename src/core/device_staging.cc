@@ -109,7 +109,7 @@ Status DeviceStaging::run(const CollArgs& args, int rank, int nranks, DeviceOp* 
       s = cudaStatus(cudaMemcpyAsync(args.recv, args.send, bytes, cudaMemcpyDeviceToDevice, st),
                      "cudaMemcpyAsync");
     if (s.isOk()) s = cudaStatus(cudaStreamSynchronize(st), "cudaStreamSynchronize");
-  } else if (s.isOk() && allReduce_ && args.coll == Collective::kAllReduce) {
+  } else if (s.isOk() && allReduce_ && args.coll == Collective::kAllReduce && takes_(args)) {
     s = allReduce_(args, st, deadline, abortFlag);
     if (s.isOk()) s = drain(deadline, abortFlag, "device ring");
   } else if (s.isOk()) {

@@ -37,9 +37,13 @@ class DeviceStaging {
   int device() const { return device_; }
   // Caller's thread: records the ready event on stream and puts a gate in it.
   Status enqueue(void* stream, int64_t gateTimeoutMs, DeviceOp* op);
-  // Set once before the first op: AllReduce then runs through it instead of staging.
-  void setAllReduce(DeviceRun r) { allReduce_ = std::move(r); }
-  bool hasDeviceAllReduce() const { return static_cast<bool>(allReduce_); }
+  using Takes = std::function<bool(const CollArgs&)>;
+  // Set once before the first op: the AllReduces that takes says yes to run through run
+  // instead of staging.
+  void setAllReduce(Takes takes, DeviceRun run) {
+    takes_ = std::move(takes);
+    allReduce_ = std::move(run);
+  }
   // Progress thread: runs the op (hostRun runs the schedule on host buffers) and opens the gate.
   Status run(const CollArgs& args, int rank, int nranks, DeviceOp* op, const Deadline& deadline,
              const std::atomic<bool>* abortFlag, const HostRun& hostRun);
@@ -54,6 +58,7 @@ class DeviceStaging {
   void* stream_ = nullptr;  // cudaStream_t, non-blocking: never waits on the legacy stream
   char* pinned_[2] = {};    // chunkBytes_ each
   void* downDone_[2] = {};  // cudaEvent_t: chunk in pinned_[i] is on the host
+  Takes takes_;
   DeviceRun allReduce_;
 };
 

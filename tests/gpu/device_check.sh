@@ -106,7 +106,7 @@ fi
 
 # busbw (out-of-place, in-place) of the largest size in a collie-perf log.
 busbw_at_max() {
-  awk '!/^#/ && NF >= 13 { last = $1 " oop " $8 " ip " $12 " wrong " $9 "+" $13 } END { print last }' "$1"
+  awk '$1 ~ /^[0-9]+$/ && NF >= 13 { last = $1 " oop " $8 " ip " $12 " wrong " $9 "+" $13 } END { print last }' "$1"
 }
 
 # 5. collie-perf on device buffers: 1, 2, 4 ranks sharing GPU 0 (CUDA_VISIBLE_DEVICES), each
@@ -161,7 +161,29 @@ for n in 1 2 4; do
   done
 done
 
-# 6. The other collectives on device buffers, 2 ranks sharing GPU 0, checked (-c 1): the
+# 6. The device ring against the device tree, forced, 4 ranks, small to medium sizes: where
+# they cross is what the choice between them (kDeviceHopUs, kDeviceGBps in src/core/cuda_path.h)
+# should say.
+for algo in ring tree; do
+  tag="perf_collie_ipc_${algo}_n4"
+  if ! in_budget; then
+    skip "$tag: over the time budget (${BUDGET_S} s)"
+    continue
+  fi
+  log=$LOGS/$tag.log
+  if CUDA_VISIBLE_DEVICES=0 COLLIE_CUDA_PATH=ipc COLLIE_ALGO=$algo timeout 90 \
+      "$BIN/collie-run" -n 4 "$BIN/collie-perf" --device -b 8 -e 64M -f 8 -n 20 -w 3 -c 1 \
+      >"$log" 2>&1; then
+    say "$tag ok (time us out-of-place per size):" \
+      "$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { printf "%s=%s ", $1, $6 }' "$log")"
+  else
+    say "$tag FAILED (rc $?, see $log)"
+    tail -5 "$log" | tee -a "$SUMMARY"
+    FAILED=1
+  fi
+done
+
+# 7. The other collectives on device buffers, 2 ranks sharing GPU 0, checked (-c 1): the
 # staged path cuts each one into strided pinned chunks.
 for coll in reduce_scatter all_gather broadcast reduce; do
   tag="perf_collie_${coll}_n2"

@@ -44,5 +44,15 @@ TEST(CudaPath, EveryRankDecidesAlikeFromTheVotes) {
   EXPECT_EQ(garbled.status().code(), collieInvalidArgument);
 }
 
+TEST(CudaPath, TheTreeTakesSmallMessagesOnThreeRanksOrMore) {
+  EXPECT_EQ(pickDeviceAlgo(2, 8, 20, 100), DeviceAlgo::kRing);
+  EXPECT_EQ(pickDeviceAlgo(4, 8, 20, 100), DeviceAlgo::kTree);
+  // 4 ranks, height 2: one hop saved each way; limit 20 us * 100 GB/s * 4 = 8 MB.
+  EXPECT_EQ(pickDeviceAlgo(4, 7'000'000, 20, 100), DeviceAlgo::kTree);
+  EXPECT_EQ(pickDeviceAlgo(4, 9'000'000, 20, 100), DeviceAlgo::kRing);
+  EXPECT_EQ(pickDeviceAlgo(8, 60'000'000, 20, 100), DeviceAlgo::kTree);
+  EXPECT_EQ(pickDeviceAlgo(8, 1'000'000'000, 20, 100), DeviceAlgo::kRing);
+}
+
 }  // namespace
 }  // namespace collie

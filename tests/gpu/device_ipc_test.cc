@@ -1,12 +1,13 @@
-// The device ring (cuda_ipc, COLLIE_CUDA_PATH=ipc) through the public API: 2 and 3 ranks as
-// threads of one process sharing one GPU, every dtype x op, out of place and in place, with
-// slots small enough that each call is many pipelined messages. Inputs are small integers, so
-// every reduction order gives the same exact value: the reference is the CPU kernels folded in
-// rank order (and scaleForAvg), compared byte for byte. Skips without a GPU.
+// The device ring and tree (cuda_ipc, COLLIE_CUDA_PATH=ipc, forced with COLLIE_ALGO) through the
+// public API: 2 to 4 ranks as threads of one process sharing one GPU, every dtype x op, out of
+// place and in place, with slots small enough that each call is many pipelined messages. Inputs are
+// small integers, so every reduction order gives the same exact value: the reference is the CPU
+// kernels folded in rank order (and scaleForAvg), compared byte for byte. Skips without a GPU.
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,7 +69,8 @@ std::vector<char> reference(collieDataType_t t, collieRedOp_t op, int n, size_t 
   return acc;
 }
 
-std::string runRank(int n, int r, const collieUniqueId& id, size_t count, bool inPlace) {
+std::string runRank(int n, int r, const collieUniqueId& id, size_t count, bool inPlace,
+                    const std::string& expectAlgo) {
   cudaSetDevice(0);
   collieComm_t comm = nullptr;
   if (collieCommInitRank(&comm, n, id, r) != collieSuccess)
@@ -100,8 +102,8 @@ std::string runRank(int n, int r, const collieUniqueId& id, size_t count, bool i
         err = what + ": async: " + collieGetLastError(comm);
       const char* algo = "";
       collieCommLastAlgorithm(comm, &algo);
-      if (err.empty() && std::string(algo) != "device_ring")
-        err = what + ": ran " + algo + ", not the device ring";
+      if (err.empty() && std::string(algo) != expectAlgo)
+        err = what + ": ran " + algo + ", not " + expectAlgo;
       cudaMemcpy(out.data(), recv, bytes, cudaMemcpyDeviceToHost);
       std::vector<char> want = reference(dtype, op, n, count);
       for (size_t i = 0; err.empty() && i < count; ++i)
@@ -116,13 +118,13 @@ std::string runRank(int n, int r, const collieUniqueId& id, size_t count, bool i
   return err;
 }
 
-TEST(DeviceRing, EveryDtypeAndOpOnTwoAndThreeRanks) {
-  COLLIE_REQUIRE_GPU();
+void runAll(const char* algo, std::initializer_list<int> sizes) {
   setenv("COLLIE_SOCKET_IFNAME", "lo", 1);
   setenv("COLLIE_CUDA_PATH", "ipc", 1);
   setenv("COLLIE_CUDA_SLOT_BYTES", "16K", 1);
   setenv("COLLIE_CUDA_SLOTS", "2", 1);
-  for (int n : {2, 3})
+  setenv("COLLIE_ALGO", algo, 1);
+  for (int n : sizes)
     for (bool inPlace : {false, true}) {
       collieUniqueId id;
       ASSERT_EQ(collieGetUniqueId(&id), collieSuccess);
@@ -131,13 +133,26 @@ TEST(DeviceRing, EveryDtypeAndOpOnTwoAndThreeRanks) {
       // Blocks of ragged length, each many slots long.
       const size_t count = 50000 + static_cast<size_t>(n) - 1;
       for (int r = 0; r < n; ++r)
-        ts.emplace_back([&, r] { errors[r] = runRank(n, r, id, count, inPlace); });
+        ts.emplace_back([&, r] {
+          errors[r] = runRank(n, r, id, count, inPlace, std::string("device_") + algo);
+        });
       for (auto& t : ts) t.join();
-      for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << n << " ranks, rank " << r;
+      for (int r = 0; r < n; ++r)
+        EXPECT_EQ(errors[r], "") << algo << ", " << n << " ranks, rank " << r;
     }
-  unsetenv("COLLIE_CUDA_SLOTS");
-  unsetenv("COLLIE_CUDA_SLOT_BYTES");
-  unsetenv("COLLIE_CUDA_PATH");
+  for (const char* v :
+       {"COLLIE_ALGO", "COLLIE_CUDA_SLOTS", "COLLIE_CUDA_SLOT_BYTES", "COLLIE_CUDA_PATH"})
+    unsetenv(v);
+}
+
+TEST(DeviceIpc, RingEveryDtypeAndOpOnTwoAndThreeRanks) {
+  COLLIE_REQUIRE_GPU();
+  runAll("ring", {2, 3});
+}
+
+TEST(DeviceIpc, TreeEveryDtypeAndOpOnTwoToFourRanks) {
+  COLLIE_REQUIRE_GPU();
+  runAll("tree", {2, 3, 4});
 }
 
 }  // namespace
