@@ -109,6 +109,29 @@ busbw_at_max() {
   awk '$1 ~ /^[0-9]+$/ && NF >= 13 { last = $1 " oop " $8 " ip " $12 " wrong " $9 "+" $13 } END { print last }' "$1"
 }
 
+# One collie-perf step: perf_step TAG SECONDS REPORT CMD...; REPORT is "busbw" (the largest
+# size's busbw) or "times" (out-of-place time per size). Skipped past the budget.
+perf_step() {
+  local tag=$1 secs=$2 report=$3
+  shift 3
+  if ! in_budget; then
+    skip "$tag: over the time budget (${BUDGET_S} s)"
+    return
+  fi
+  local log=$LOGS/$tag.log rc=0
+  timeout "$secs" "$@" >"$log" 2>&1 || rc=$?
+  if [ "$rc" = 0 ] && [ "$report" = times ]; then
+    say "$tag ok (time us out-of-place per size):" \
+      "$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { printf "%s=%s ", $1, $6 }' "$log")"
+  elif [ "$rc" = 0 ]; then
+    say "$tag ok: size $(busbw_at_max "$log") (busbw GB/s)"
+  else
+    say "$tag FAILED (rc $rc, see $log)"
+    tail -5 "$log" | tee -a "$SUMMARY"
+    FAILED=1
+  fi
+}
+
 # 5. collie-perf on device buffers: 1, 2, 4 ranks sharing GPU 0 (CUDA_VISIBLE_DEVICES), each
 # backend: Collie's device ring over cuda_ipc (COLLIE_CUDA_PATH=ipc), Collie staging through
 # pinned host memory (staged), and NCCL. NCCL refuses two ranks on one GPU; Collie's init says
@@ -144,20 +167,9 @@ for n in 1 2 4; do
         continue
       fi
     fi
-    if ! in_budget; then
-      skip "$tag: over the time budget (${BUDGET_S} s)"
-      continue
-    fi
-    log=$LOGS/$tag.log
-    if CUDA_VISIBLE_DEVICES=$visible COLLIE_CUDA_PATH=$path timeout 150 \
-        "$BIN/collie-run" -n "$n" "$BIN/collie-perf" \
-        --device --backend "$backend" -b 1M -e "$MAX_BYTES" -f 4 -n 10 -w 2 -c 1 >"$log" 2>&1; then
-      say "$tag ok: size $(busbw_at_max "$log") (busbw GB/s)"
-    else
-      say "$tag FAILED (rc $?, see $log)"
-      tail -5 "$log" | tee -a "$SUMMARY"
-      FAILED=1
-    fi
+    perf_step "$tag" 150 busbw env CUDA_VISIBLE_DEVICES="$visible" COLLIE_CUDA_PATH="$path" \
+      "$BIN/collie-run" -n "$n" "$BIN/collie-perf" \
+      --device --backend "$backend" -b 1M -e "$MAX_BYTES" -f 4 -n 10 -w 2 -c 1
   done
 done
 
@@ -165,41 +177,16 @@ done
 # they cross is what the choice between them (kDeviceHopUs, kDeviceGBps in src/core/cuda_path.h)
 # should say.
 for algo in ring tree; do
-  tag="perf_collie_ipc_${algo}_n4"
-  if ! in_budget; then
-    skip "$tag: over the time budget (${BUDGET_S} s)"
-    continue
-  fi
-  log=$LOGS/$tag.log
-  if CUDA_VISIBLE_DEVICES=0 COLLIE_CUDA_PATH=ipc COLLIE_ALGO=$algo timeout 90 \
-      "$BIN/collie-run" -n 4 "$BIN/collie-perf" --device -b 8 -e 64M -f 8 -n 20 -w 3 -c 1 \
-      >"$log" 2>&1; then
-    say "$tag ok (time us out-of-place per size):" \
-      "$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { printf "%s=%s ", $1, $6 }' "$log")"
-  else
-    say "$tag FAILED (rc $?, see $log)"
-    tail -5 "$log" | tee -a "$SUMMARY"
-    FAILED=1
-  fi
+  perf_step "perf_collie_ipc_${algo}_n4" 90 times env CUDA_VISIBLE_DEVICES=0 COLLIE_CUDA_PATH=ipc \
+    COLLIE_ALGO="$algo" "$BIN/collie-run" -n 4 "$BIN/collie-perf" --device -b 8 -e 64M -f 8 \
+    -n 20 -w 3 -c 1
 done
 
 # 7. The other collectives on device buffers, 2 ranks sharing GPU 0, checked (-c 1): the
 # staged path cuts each one into strided pinned chunks.
 for coll in reduce_scatter all_gather broadcast reduce; do
-  tag="perf_collie_${coll}_n2"
-  if ! in_budget; then
-    skip "$tag: over the time budget (${BUDGET_S} s)"
-    continue
-  fi
-  log=$LOGS/$tag.log
-  if CUDA_VISIBLE_DEVICES=0 timeout 90 "$BIN/collie-run" -n 2 "$BIN/collie-perf" "$coll" \
-      --device -b 1M -e 256M -f 16 -n 5 -w 1 -c 1 >"$log" 2>&1; then
-    say "$tag ok: size $(busbw_at_max "$log") (busbw GB/s)"
-  else
-    say "$tag FAILED (rc $?, see $log)"
-    tail -5 "$log" | tee -a "$SUMMARY"
-    FAILED=1
-  fi
+  perf_step "perf_collie_${coll}_n2" 90 busbw env CUDA_VISIBLE_DEVICES=0 "$BIN/collie-run" -n 2 \
+    "$BIN/collie-perf" "$coll" --device -b 1M -e 256M -f 16 -n 5 -w 1 -c 1
 done
 
 say "result $([ "$FAILED" = 0 ] && echo passed || echo failed)"
