@@ -6,18 +6,12 @@
 #include "algorithms/device_channels.h"
 #include "algorithms/device_ring.h"
 #include "algorithms/device_tree.h"
+#include "src/base/cuda_status.h"
 #include "src/base/log.h"
 #include "src/reduce/cuda/reduce_cuda.h"
 
 namespace collie {
 namespace {
-
-Status cudaStatus(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status::ok();
-  cudaGetLastError();
-  return Status(collieUnhandledSystemError,
-                std::string("device ring: ") + what + ": " + cudaGetErrorString(e));
-}
 
 // Publishes this rank's vote for stage and returns every rank's, in rank order.
 StatusOr<std::vector<std::string>> vote(Store* store, const DeviceIpcConfig& c,
@@ -120,7 +114,7 @@ class CudaDeviceOps : public DeviceOps {
   Status copyFromSlot(void* dst, size_t offset, size_t bytes) override {
     return cudaStatus(cudaMemcpyAsync(dst, slot(offset), bytes, cudaMemcpyDeviceToDevice,
                                       static_cast<cudaStream_t>(stream_)),
-                      "cudaMemcpyAsync from a slot");
+                      "device schedule: cudaMemcpyAsync from a slot");
   }
   Status record() override { return self_->recordReady(stream_); }
 

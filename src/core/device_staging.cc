@@ -7,16 +7,11 @@
 #include <string>
 #include <thread>
 
+#include "src/base/cuda_status.h"
 #include "src/core/staging_plan.h"
 
 namespace collie {
 namespace {
-
-Status cudaStatus(cudaError_t e, const std::string& what) {
-  if (e == cudaSuccess) return Status::ok();
-  cudaGetLastError();
-  return Status(collieUnhandledSystemError, what + ": " + cudaGetErrorString(e));
-}
 
 #define COLLIE_CUDA_RETURN(call, what) COLLIE_RETURN_IF_ERROR(cudaStatus((call), (what)))
 

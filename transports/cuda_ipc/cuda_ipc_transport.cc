@@ -6,16 +6,16 @@
 
 #include <cstring>
 
+#include "src/base/cuda_status.h"
+
 namespace collie {
 namespace {
 
-Status cudaStatus(cudaError_t e, const std::string& what) {
-  if (e == cudaSuccess) return Status::ok();
-  cudaGetLastError();
-  return Status(collieUnhandledSystemError, "cuda_ipc: " + what + ": " + cudaGetErrorString(e));
+Status ipcStatus(cudaError_t e, const std::string& what) {
+  return cudaStatus(e, "cuda_ipc: " + what);
 }
 
-#define COLLIE_CUDA_RETURN(call, what) COLLIE_RETURN_IF_ERROR(cudaStatus((call), (what)))
+#define COLLIE_CUDA_RETURN(call, what) COLLIE_RETURN_IF_ERROR(ipcStatus((call), (what)))
 
 }  // namespace
 
@@ -56,7 +56,7 @@ CudaIpcTransport::~CudaIpcTransport() {
 }
 
 Status CudaIpcTransport::recordReady(void* stream) {
-  return cudaStatus(
+  return ipcStatus(
       cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(stream)),
       "cudaEventRecord");
 }
@@ -82,7 +82,7 @@ StatusOr<std::unique_ptr<CudaIpcPeer>> CudaIpcTransport::connect(const std::stri
       if (e == cudaErrorPeerAccessAlreadyEnabled)
         cudaGetLastError();
       else
-        COLLIE_RETURN_IF_ERROR(cudaStatus(e, "cudaDeviceEnablePeerAccess"));
+        COLLIE_RETURN_IF_ERROR(ipcStatus(e, "cudaDeviceEnablePeerAccess"));
     }
   }
   p->direct_ = can != 0;
@@ -118,15 +118,15 @@ Status CudaIpcPeer::copyTo(size_t offset, const void* src, size_t bytes, void* s
   char* dst = static_cast<char*>(buffer_) + offset;
   auto st = static_cast<cudaStream_t>(stream);
   if (direct_)
-    return cudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st),
-                      "cudaMemcpyAsync to the peer");
+    return ipcStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st),
+                     "cudaMemcpyAsync to the peer");
   // No peer access: the runtime stages the copy through host memory.
-  return cudaStatus(cudaMemcpyPeerAsync(dst, peerDevice_, src, localDevice_, bytes, st),
-                    "cudaMemcpyPeerAsync to the peer");
+  return ipcStatus(cudaMemcpyPeerAsync(dst, peerDevice_, src, localDevice_, bytes, st),
+                   "cudaMemcpyPeerAsync to the peer");
 }
 
 Status CudaIpcPeer::waitReady(void* stream) {
-  return cudaStatus(
+  return ipcStatus(
       cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event_), 0),
       "cudaStreamWaitEvent on the peer's event");
 }

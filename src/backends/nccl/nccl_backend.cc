@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "src/backends/nccl/nccl_bootstrap.h"
+#include "src/base/cuda_status.h"
 #include "src/base/log.h"
 
 namespace collie {
@@ -121,12 +122,6 @@ ncclRedOp_t ncclOp(collieRedOp_t op) {
     default:
       return ncclNumOps;
   }
-}
-
-Status cudaStatus(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status::ok();
-  cudaGetLastError();
-  return Status(collieUnhandledSystemError, std::string(what) + ": " + cudaGetErrorString(e));
 }
 
 }  // namespace
