@@ -103,10 +103,10 @@ Status DeviceStaging::run(const CollArgs& args, int rank, int nranks, DeviceOp* 
     if (args.send != args.recv && args.send != nullptr && args.recv != nullptr)
       s = cudaStatus(cudaMemcpyAsync(args.recv, args.send, bytes, cudaMemcpyDeviceToDevice, st),
                      "cudaMemcpyAsync");
-    if (s.isOk()) s = cudaStatus(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+    if (s.isOk()) s = drain(deadline, abortFlag, "one-rank copy");
   } else if (s.isOk() && allReduce_ && args.coll == Collective::kAllReduce && takes_(args)) {
     s = allReduce_(args, st, deadline, abortFlag);
-    if (s.isOk()) s = drain(deadline, abortFlag, "device ring");
+    if (s.isOk()) s = drain(deadline, abortFlag, "device schedule");
   } else if (s.isOk()) {
     s = runStaged(args, rank, nranks, deadline, abortFlag, hostRun);
   }
