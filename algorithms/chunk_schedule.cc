@@ -63,9 +63,15 @@ Status runChunkSchedule(const ChunkSchedule& s, const CollArgs& a, AlgoContext& 
 
   std::vector<Request> sreq(ns), rreq(nr);
   size_t si = 0, ri = 0, rd = 0;
+  size_t unfinished = 0;  // every send before it has completed
+  auto earlierSendsDone = [&]() {
+    while (unfinished < si && sreq[unfinished].done) ++unfinished;
+    return unfinished == si;
+  };
   auto postSends = [&]() -> Status {
     while (si < ns && (s.sends[si].dep < 0 || static_cast<size_t>(s.sends[si].dep) < rd)) {
       const ScheduleSend& x = s.sends[si];
+      if (x.afterSends && !earlierSendsDone()) break;
       const char* src = x.src != nullptr ? x.src
                         : x.dep >= 0     ? landing(static_cast<size_t>(x.dep))
                                          : gEmpty;
@@ -100,8 +106,19 @@ Status runChunkSchedule(const ChunkSchedule& s, const CollArgs& a, AlgoContext& 
       ++ri;
     }
     if (ri == rd) return internalError("schedule stalls: its sends and receives are out of order");
-    if (!rreq[rd].done)
-      COLLIE_RETURN_IF_ERROR(ctx.poller->wait(&rreq[rd], ctx.deadline, ctx.opName));
+    while (!rreq[rd].done) {
+      // A send held back for the sends before it goes out as soon as they complete, not only
+      // after this receive: its peer may be waiting for it to send what this receive needs.
+      const bool held = si < ns && s.sends[si].afterSends && unfinished < si &&
+                        (s.sends[si].dep < 0 || static_cast<size_t>(s.sends[si].dep) < rd);
+      if (!held) {
+        COLLIE_RETURN_IF_ERROR(ctx.poller->wait(&rreq[rd], ctx.deadline, ctx.opName));
+        break;
+      }
+      Request* either[2] = {&rreq[rd], &sreq[unfinished]};
+      COLLIE_RETURN_IF_ERROR(ctx.poller->progressUntilAny(either, 2, ctx.deadline, ctx.opName));
+      COLLIE_RETURN_IF_ERROR(postSends());
+    }
     const ScheduleRecv& x = s.recvs[rd];
     const char* landed = landing(rd);
     const size_t elems = x.bytes / esz;
@@ -116,6 +133,10 @@ Status runChunkSchedule(const ChunkSchedule& s, const CollArgs& a, AlgoContext& 
     ++rd;
   }
   COLLIE_RETURN_IF_ERROR(postSends());
+  while (si < ns && !earlierSendsDone()) {
+    COLLIE_RETURN_IF_ERROR(ctx.poller->wait(&sreq[unfinished], ctx.deadline, ctx.opName));
+    COLLIE_RETURN_IF_ERROR(postSends());
+  }
   if (si != ns) return internalError("schedule: sends left that depend on nothing processed");
   for (auto& q : sreq)
     if (!q.done) COLLIE_RETURN_IF_ERROR(ctx.poller->wait(&q, ctx.deadline, ctx.opName));

@@ -35,6 +35,10 @@ struct ScheduleSend {
   const char* src = nullptr;
   size_t bytes = 0;
   int dep = -1;  // index of the receive that must be processed before this send goes out
+  // Posted only once every earlier send has completed: the first send of a step that talks to
+  // a new peer, so that it never takes link bandwidth from the previous step's sends, which
+  // that step's partner waits for.
+  bool afterSends = false;
 };
 
 struct ChunkSchedule {

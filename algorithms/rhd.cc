@@ -65,8 +65,14 @@ class Builder {
     x.src = base + c.off;
     x.bytes = c.bytes;
     x.dep = fromWork ? writer(c.off, c.bytes) : -1;
+    x.afterSends = newStep_;
+    newStep_ = false;
     s_->sends.push_back(x);
   }
+  // The next send opens a step with a new partner: it waits until the sends before it have
+  // completed, so that the new step does not share the link with the previous one, whose
+  // partner needs it first (sharing it delays every step's arrival by half a step).
+  void nextStep() { newStep_ = !s_->sends.empty(); }
   // A receive of piece c of the working buffer (written = where its result goes there).
   void recv(const ScheduleRecv& x, ChunkSpan c) {
     s_->recvs.push_back(x);
@@ -78,6 +84,7 @@ class Builder {
   size_t chunk_, esz_, cut_;
   std::function<size_t(int)> boundary_;
   std::vector<ChunkSpan> written_;  // per receive, in order
+  bool newStep_ = false;
 };
 
 // Recursive halving of virtual rank v over work; the first step reads from cur0 (the input or,
@@ -88,6 +95,7 @@ void halving(Builder& b, int v, int n, const char* cur0, char* work, bool avg,
   for (int k = 0; k < steps; ++k) {
     const int peer = rd::realRank(rhd::halvingPartner(v, k, n), n);
     const char* cur = k == 0 ? cur0 : work;
+    b.nextStep();
     for (const ChunkSpan& c : b.pieces(rhd::sentInHalving(v, k, n)))
       b.send(peer, cur, c, cur == work);
     const bool lowerFirst = rhd::halvingPartner(v, k, n) < v;
@@ -107,6 +115,7 @@ void halving(Builder& b, int v, int n, const char* cur0, char* work, bool avg,
 void doubling(Builder& b, int v, int n, char* work) {
   for (int j = 0; j < rhd::numSteps(n); ++j) {
     const int peer = rd::realRank(rhd::doublingPartner(v, j), n);
+    b.nextStep();
     for (const ChunkSpan& c : b.pieces(rhd::sentInDoubling(v, j))) b.send(peer, work, c, true);
     for (const ChunkSpan& c : b.pieces(rhd::receivedInDoubling(v, j))) {
       ScheduleRecv x;

@@ -14,9 +14,14 @@ sched::Schedule fromChunkSchedule(const ChunkSchedule& s) {
   std::vector<int> recvOp(s.recvs.size());
   for (size_t i = 0; i < s.recvs.size(); ++i)
     recvOp[i] = out.recv(s.recvs[i].peer, s.recvs[i].bytes, s.recvs[i].with != nullptr);
+  std::vector<int> inFlight;  // sends since the last one that waited for all before it
   for (const ScheduleSend& x : s.sends) {
+    if (x.afterSends) {
+      for (int op : inFlight) out.wait(op);
+      inFlight.clear();
+    }
     if (x.dep >= 0) out.wait(recvOp[static_cast<size_t>(x.dep)]);
-    out.send(x.peer, x.bytes);
+    inFlight.push_back(out.send(x.peer, x.bytes));
   }
   return out;
 }

@@ -172,6 +172,19 @@ TEST(EventSim, PipelinedRingBeatsTheUnchunkedOneAndNotTheBandwidthBound) {
   EXPECT_GT(tc, 2.0 * 3 / 4 * bytes / kBpus);
 }
 
+TEST(EventSim, RhdOfEightReachesTheBandwidthBound) {
+  // Halving and doubling move 2 * 7/8 of the buffer over each NIC. A step's sends wait for the
+  // previous step's to finish: sharing the NIC with them would delay what that step's partner
+  // waits for (without the rule the time is ~28% over the bound).
+  const size_t bytes = 64 << 20;
+  PredictOptions o;
+  o.chunkBytes = 512 << 10;
+  double t = predictUs("rhd", Collective::kAllReduce, bytes, Topology{8, 8}, netOnly(), o);
+  const double bound = 2 * 7.0 / 8 * bytes / kBpus;
+  EXPECT_GE(t, bound);
+  EXPECT_LT(t, 1.02 * bound);
+}
+
 TEST(EventSim, RecursiveDoublingStepsAndFold) {
   const size_t bytes = 1 << 20;
   const double step = kAlpha + bytes / kBpus;
