@@ -25,10 +25,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/patterns/ring_pattern.h"
+#include "algorithms/shm_cma.h"
+#include "src/base/log.h"
 #include "src/base/params.h"
 #include "src/base/time.h"
 
@@ -38,15 +41,21 @@ namespace {
 
 constexpr uint8_t kShmDirectId = 2;
 constexpr size_t kLine = 64;
+// What a slot's event is for; ranks must agree on it as on the count.
+enum Path : uint8_t { kStaged = 0, kVote = 1, kSingle = 2 };
+constexpr size_t kSingleCopyChunk = 256 << 10;  // read, reduced and written while in L2
 
 // The head of each slot: two cache lines, written only by the slot's owner.
 struct alignas(kLine) SlotFlags {
   std::atomic<uint64_t> staged;  // event number, published after data and descriptor
   uint64_t count;
   uint64_t seq;
-  uint8_t coll, dtype, op, pad[5];
+  uint8_t coll, dtype, op, path, pad[4];  // path: a Path
   int32_t root;
+  int32_t pid;                                   // single copy: the owner's process,
+  uint64_t sendAddr, recvAddr;                   // and its buffers in its address space
   alignas(kLine) std::atomic<uint64_t> reduced;  // event number, after the owner's slice
+  uint32_t singleCopyOk;                         // the owner's vote on single copy
 };
 static_assert(sizeof(SlotFlags) == 2 * kLine, "two lines");
 
@@ -55,7 +64,8 @@ class ShmDirectAllReduce : public Algorithm {
   ShmDirectAllReduce()
       : chunkBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_CHUNK_BYTES"))),
         oneShotBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_ONESHOT_BYTES"))),
-        streamBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_STREAM_BYTES"))) {}
+        streamBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_STREAM_BYTES"))),
+        singleCopyBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_CMA_BYTES"))) {}
   const char* name() const override { return "shm_direct"; }
   uint8_t id() const override { return kShmDirectId; }
   bool supports(Collective coll, MemoryKind kind) const override {
@@ -105,12 +115,19 @@ class ShmDirectAllReduce : public Algorithm {
   SlotFlags* flags(int j, uint64_t event) { return reinterpret_cast<SlotFlags*>(slot(j, event)); }
   char* data(int j, uint64_t event) { return slot(j, event) + sizeof(SlotFlags); }
   char* slot(int j, uint64_t event) { return bufs_[j] + (event & 1) * slotBytes_; }
-  void publishStaged(const CollArgs& a, const AlgoContext& ctx, uint64_t event);
+  void publishStaged(const CollArgs& a, const AlgoContext& ctx, uint64_t event,
+                     Path path = kStaged);
   // Waits until every peer's flag (staged or reduced) reaches event.
   Status waitAll(const CollArgs& a, AlgoContext& ctx, uint64_t event, bool staged);
   Status checkPeer(const CollArgs& a, const AlgoContext& ctx, int j, uint64_t event);
   Status oneShot(const CollArgs& a, AlgoContext& ctx);
   Status chunked(const CollArgs& a, AlgoContext& ctx);
+  // Large AllReduce without staging: each rank reduces its 1/n block straight out of the
+  // peers' inputs and writes it into their outputs (cross-memory attach, shm_cma.h).
+  Status singleCopy(const CollArgs& a, AlgoContext& ctx);
+  // At the first call that could take it: every rank checks it may reach every peer's memory,
+  // and all vote through the slot flags, so that all ranks take single copy or none does.
+  Status voteSingleCopy(const CollArgs& a, AlgoContext& ctx);
   Status reduceScatter(const CollArgs& a, AlgoContext& ctx);
   Status allGather(const CollArgs& a, AlgoContext& ctx);
   Status rooted(const CollArgs& a, AlgoContext& ctx);  // Broadcast and Reduce
@@ -118,13 +135,18 @@ class ShmDirectAllReduce : public Algorithm {
   size_t chunkBytes_;
   size_t oneShotBytes_;
   size_t streamBytes_;
-  uint64_t events_ = 0;  // slots used so far: continues across ops, the same on every rank
+  size_t singleCopyBytes_;
+  enum class SingleCopy { kUnknown, kOn, kOff } singleCopy_ = SingleCopy::kUnknown;
+  std::vector<char> peerChunk_;  // single copy: a chunk read from a peer
+  uint64_t events_ = 0;          // slots used so far: continues across ops, the same on every rank
   std::vector<char*> bufs_;
   size_t slotBytes_ = 0;
 };
 
-void ShmDirectAllReduce::publishStaged(const CollArgs& a, const AlgoContext& ctx, uint64_t event) {
+void ShmDirectAllReduce::publishStaged(const CollArgs& a, const AlgoContext& ctx, uint64_t event,
+                                       Path path) {
   SlotFlags* f = flags(ctx.rank, event);
+  f->path = path;
   f->count = a.count;
   f->seq = ctx.seq;
   f->coll = static_cast<uint8_t>(a.coll);
@@ -138,8 +160,14 @@ Status ShmDirectAllReduce::checkPeer(const CollArgs& a, const AlgoContext& ctx, 
                                      uint64_t event) {
   const SlotFlags* f = flags(j, event);
   if (f->count == a.count && f->dtype == a.dtype && f->op == a.op && f->seq == ctx.seq &&
-      f->coll == static_cast<uint8_t>(a.coll) && f->root == a.root)
+      f->coll == static_cast<uint8_t>(a.coll) && f->root == a.root) {
+    // The same call: then the same path, as every rank decides it from the call alone.
+    if (f->path != flags(ctx.rank, event)->path)
+      return internalError("peer rank " + std::to_string(j) + " took another shared-memory path (" +
+                           std::to_string(f->path) + ", this rank " +
+                           std::to_string(flags(ctx.rank, event)->path) + ") in " + ctx.opName);
     return Status::ok();
+  }
   FrameTag mine = ctx.tagFor(a, 0, kShmDirectId), theirs = mine;
   theirs.count = f->count;
   theirs.dtype = f->dtype;
@@ -239,6 +267,76 @@ Status ShmDirectAllReduce::chunked(const CollArgs& a, AlgoContext& ctx) {
     }
   }
   return Status::ok();
+}
+
+Status ShmDirectAllReduce::voteSingleCopy(const CollArgs& a, AlgoContext& ctx) {
+  const uint64_t e = events_++;
+  SlotFlags* mine = flags(ctx.rank, e);
+  mine->pid = static_cast<int32_t>(getpid());
+  mine->sendAddr = reinterpret_cast<uintptr_t>(mine);  // a peer reads this line back
+  publishStaged(a, ctx, e, kVote);
+  COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, true));
+  // The first line of a peer's flags, read through its own address space, must be what the
+  // shared mapping shows: then its pid names the peer and reading its memory is allowed.
+  bool ok = true;
+  for (int j = 0; j < ctx.nranks && ok; ++j) {
+    if (j == ctx.rank) continue;
+    const SlotFlags* f = flags(j, e);
+    ok = cmaProbe(f->pid, reinterpret_cast<const void*>(f->sendAddr), f,
+                  offsetof(SlotFlags, pid) + 12);
+  }
+  mine->singleCopyOk = ok ? 1 : 0;
+  mine->reduced.store(e + 1, std::memory_order_release);
+  COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, false));
+  for (int j = 0; j < ctx.nranks; ++j) ok = ok && flags(j, e)->singleCopyOk == 1;
+  singleCopy_ = ok ? SingleCopy::kOn : SingleCopy::kOff;
+  COLLIE_INFO(kLogColl, "shm_direct: single-copy AllReduce from %zu bytes %s", singleCopyBytes_,
+              ok ? "on" : "off (a rank cannot reach a peer's memory)");
+  return Status::ok();
+}
+
+Status ShmDirectAllReduce::singleCopy(const CollArgs& a, AlgoContext& ctx) {
+  const int n = ctx.nranks, r = ctx.rank;
+  const size_t esz = dtypeSize(a.dtype);
+  const collieRedOp_t op = a.op == collieAvg ? collieSum : a.op;
+  const uint64_t e = events_++;
+  SlotFlags* mine = flags(r, e);
+  mine->pid = static_cast<int32_t>(getpid());
+  mine->sendAddr = reinterpret_cast<uintptr_t>(a.send);
+  mine->recvAddr = reinterpret_cast<uintptr_t>(a.recv);
+  publishStaged(a, ctx, e, kSingle);
+  COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, true));
+  // Block r is this rank's alone: only it reads the peers' inputs there and writes their
+  // outputs there, chunk by chunk, each chunk read before it is written (so in place is safe).
+  // Chunks stay in cache between the reads, the reduction and the writes.
+  const size_t step = std::max<size_t>(1, kSingleCopyChunk / esz);
+  if (peerChunk_.size() < step * esz) peerChunk_.resize(step * esz);
+  char* tmp = peerChunk_.data();
+  const size_t bo = ring::blockOffset(a.count, n, r), bc = ring::blockCount(a.count, n, r);
+  const char* in = static_cast<const char*>(a.send);
+  char* out = static_cast<char*>(a.recv);
+  for (size_t off = bo; off < bo + bc; off += step) {
+    const size_t ce = std::min(step, bo + bc - off), at = off * esz, len = ce * esz;
+    const char* acc = in + at;
+    for (int j = 0; j < n; ++j) {
+      if (j == r) continue;
+      const SlotFlags* f = flags(j, e);
+      COLLIE_RETURN_IF_ERROR(cmaRead(f->pid, reinterpret_cast<const char*>(f->sendAddr) + at, tmp,
+                                     len, j, ctx.opName));
+      reduce(out + at, acc, tmp, ce, a.dtype, op);
+      acc = out + at;
+    }
+    if (a.op == collieAvg) scaleForAvg(out + at, ce, a.dtype, n);
+    for (int j = 0; j < n; ++j) {
+      if (j == r) continue;
+      const SlotFlags* f = flags(j, e);
+      COLLIE_RETURN_IF_ERROR(cmaWrite(f->pid, reinterpret_cast<char*>(f->recvAddr) + at, out + at,
+                                      len, j, ctx.opName));
+    }
+  }
+  // Done with the peers' buffers; return once they are done with this rank's.
+  mine->reduced.store(e + 1, std::memory_order_release);
+  return waitAll(a, ctx, e, false);
 }
 
 Status ShmDirectAllReduce::reduceScatter(const CollArgs& a, AlgoContext& ctx) {
@@ -355,6 +453,14 @@ Status ShmDirectAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
   }
   const size_t bytes = a.count * esz;
   if (bytes <= std::min(oneShotBytes_, slotBytes_ - sizeof(SlotFlags))) return oneShot(a, ctx);
+  // With more ranks than cores, the kernel copies of n - 1 peers per chunk lose to staging
+  // until buffers are much larger. (The rule uses only what every rank sees alike, so that
+  // all take the same path.)
+  const size_t singleCopyFrom = ctx.oversubscribed ? 16 * singleCopyBytes_ : singleCopyBytes_;
+  if (singleCopyBytes_ > 0 && bytes >= singleCopyFrom) {
+    if (singleCopy_ == SingleCopy::kUnknown) COLLIE_RETURN_IF_ERROR(voteSingleCopy(a, ctx));
+    if (singleCopy_ == SingleCopy::kOn) return singleCopy(a, ctx);
+  }
   return chunked(a, ctx);
 }
 

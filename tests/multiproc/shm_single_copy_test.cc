@@ -1,0 +1,137 @@
+// The single-copy AllReduce of shm_direct (ranks read and write each other's buffers through
+// cross-memory attach): every dtype x op x placement x count against the reference with the
+// threshold lowered so that every count takes it, for 2..5 ranks; and the vote: where one rank
+// may not reach its peers' memory (a seccomp filter, as container runtimes install), every rank
+// stages instead, and the results are still right.
+#include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collie/collie.h"
+#include "src/base/dtype.h"
+#include "src/base/log.h"
+#include "tests/harness/process_world.h"
+#include "tests/harness/reference.h"
+
+namespace collie {
+namespace testing {
+namespace {
+
+// process_vm_readv and process_vm_writev fail with EPERM in this process from now on.
+bool denyCrossMemoryAttach() {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 2, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+  };
+  struct sock_fprog prog = {static_cast<unsigned short>(sizeof(f) / sizeof(f[0])), f};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts, bool allTypes) {
+  // The INFO line tells which path the vote chose. The level is read from the environment once
+  // per process, and this one is forked from a test process that may have read it already.
+  gLogLevel.store(static_cast<int>(LogLevel::kInfo));
+  collieComm_t comm = nullptr;
+  if (collieCommInitFromEnv(&comm) != collieSuccess) {
+    rep.fail(std::string("init: ") + collieGetLastError(nullptr));
+    return;
+  }
+  size_t maxBytes = 0;
+  for (size_t c : counts) maxBytes = std::max(maxBytes, c * 8);
+  std::vector<char> in(maxBytes + 64), out(maxBytes + 64);
+  int cases = 0;
+  for (size_t count : counts)
+    for (int t = 0; t < collieNumTypes; ++t)
+      for (int o = 0; o < collieNumOps; ++o)
+        for (int inPlace = 0; inPlace < 2; ++inPlace) {
+          auto dt = static_cast<collieDataType_t>(t);
+          auto op = static_cast<collieRedOp_t>(o);
+          if (!allTypes && (dt != collieFloat32 || op != collieSum)) continue;
+          char* send = in.data() + (count % 3);
+          char* recv = inPlace ? send : out.data() + (count % 5);
+          fillInput(send, dt, op, rank, count, n);
+          if (!inPlace) memset(recv, 0x5a, count * dtypeSize(dt));
+          std::string what = "n=" + std::to_string(n) + " count=" + std::to_string(count) + " " +
+                             dtypeName(dt) + " " + redOpName(op) +
+                             (inPlace ? " in-place" : " out-of-place");
+          ++cases;
+          collieResult_t res = collieAllReduce(send, recv, count, dt, op, comm, nullptr);
+          if (res != collieSuccess) {
+            rep.fail(what + ": " + collieGetErrorString(res) + ": " + collieGetLastError(comm));
+            collieCommAbort(comm);
+            return;
+          }
+          std::string bad;
+          size_t wrong = countWrong(recv, dt, op, count, n, &bad);
+          if (wrong) rep.fail(what + ": " + std::to_string(wrong) + " wrong, first " + bad);
+        }
+  rep.note("cases " + std::to_string(cases));
+  if (collieCommDestroy(comm) != collieSuccess) rep.fail("destroy failed");
+}
+
+WorldOptions singleCopyEverywhere() {
+  WorldOptions opt;
+  opt.timeoutSec = 240;
+  // From 1 byte (16 with more ranks than cores), and no one-shot path below it.
+  opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", "shm"},
+             {"COLLIE_SHM_CMA_BYTES", "1"},  {"COLLIE_SHM_ONESHOT_BYTES", "0"},
+             {"COLLIE_DEBUG", "INFO"},       {"COLLIE_DEBUG_SUBSYS", "COLL"}};
+  return opt;
+}
+
+bool said(const RankOutcome& o, const char* text) {
+  return o.output.find(text) != std::string::npos;
+}
+
+class ShmSingleCopy : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShmSingleCopy, EveryDtypeOpCountPlacementMatchesReference) {
+  const int n = GetParam();
+  const std::vector<size_t> counts = {1, 7, static_cast<size_t>(n - 1), 1000, (1u << 18) + 3};
+  auto out = runWorld(n, singleCopyEverywhere(),
+                      [&](int rank, Reporter& rep) { runCases(rank, n, rep, counts, true); });
+  expectAllPassed(out);
+  ASSERT_EQ(static_cast<int>(out.size()), n);
+  for (const RankOutcome& o : out)
+    EXPECT_TRUE(said(o, "single-copy AllReduce from 1 bytes on")) << o.output;
+  ASSERT_EQ(out[0].notes.size(), 1u);
+  EXPECT_EQ(out[0].notes[0],
+            "cases " + std::to_string(counts.size() * collieNumTypes * collieNumOps * 2));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmSingleCopy, ::testing::Values(2, 3, 5),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return "n" + std::to_string(i.param);
+                         });
+
+TEST(ShmSingleCopyVote, OneRankThatCannotReachItsPeersMakesEveryRankStage) {
+  const int n = 3;
+  const std::vector<size_t> counts = {1000, (1u << 20) + 3};
+  auto out = runWorld(n, singleCopyEverywhere(), [&](int rank, Reporter& rep) {
+    if (rank == 1 && !denyCrossMemoryAttach()) {
+      rep.fail(std::string("seccomp: ") + std::strerror(errno));
+      return;
+    }
+    runCases(rank, n, rep, counts, false);
+  });
+  expectAllPassed(out);
+  ASSERT_EQ(static_cast<int>(out.size()), n);
+  for (const RankOutcome& o : out)
+    EXPECT_TRUE(said(o, "single-copy AllReduce from 1 bytes off")) << o.output;
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace collie
