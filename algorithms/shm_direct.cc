@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/patterns/ring_pattern.h"
@@ -65,7 +66,8 @@ class ShmDirectAllReduce : public Algorithm {
       : chunkBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_CHUNK_BYTES"))),
         oneShotBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_ONESHOT_BYTES"))),
         streamBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_STREAM_BYTES"))),
-        singleCopyBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_CMA_BYTES"))) {}
+        singleCopyBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_CMA_BYTES"))),
+        singleCopyMode_(params().getString("COLLIE_SHM_CMA")) {}
   const char* name() const override { return "shm_direct"; }
   uint8_t id() const override { return kShmDirectId; }
   bool supports(Collective coll, MemoryKind kind) const override {
@@ -136,6 +138,7 @@ class ShmDirectAllReduce : public Algorithm {
   size_t oneShotBytes_;
   size_t streamBytes_;
   size_t singleCopyBytes_;
+  std::string singleCopyMode_;  // COLLIE_SHM_CMA: auto, on, off
   enum class SingleCopy { kUnknown, kOn, kOff } singleCopy_ = SingleCopy::kUnknown;
   std::vector<char> peerChunk_;  // single copy: a chunk read from a peer
   uint64_t events_ = 0;          // slots used so far: continues across ops, the same on every rank
@@ -453,11 +456,14 @@ Status ShmDirectAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
   }
   const size_t bytes = a.count * esz;
   if (bytes <= std::min(oneShotBytes_, slotBytes_ - sizeof(SlotFlags))) return oneShot(a, ctx);
-  // With more ranks than cores, the kernel copies of n - 1 peers per chunk lose to staging
-  // until buffers are much larger. (The rule uses only what every rank sees alike, so that
-  // all take the same path.)
-  const size_t singleCopyFrom = ctx.oversubscribed ? 16 * singleCopyBytes_ : singleCopyBytes_;
-  if (singleCopyBytes_ > 0 && bytes >= singleCopyFrom) {
+  // auto: not with more ranks than cores, where the n - 1 kernel copies each way per chunk
+  // lose to staging out of place at every size. The rule uses only what every rank sees
+  // alike (not the placement, which may differ between ranks), so all take the same path.
+  if (singleCopyMode_ != "auto" && singleCopyMode_ != "on" && singleCopyMode_ != "off")
+    return invalidArgument("COLLIE_SHM_CMA=" + singleCopyMode_ + ": auto, on or off");
+  const bool allowed =
+      singleCopyMode_ == "on" || (singleCopyMode_ == "auto" && !ctx.oversubscribed);
+  if (allowed && singleCopyBytes_ > 0 && bytes >= singleCopyBytes_) {
     if (singleCopy_ == SingleCopy::kUnknown) COLLIE_RETURN_IF_ERROR(voteSingleCopy(a, ctx));
     if (singleCopy_ == SingleCopy::kOn) return singleCopy(a, ctx);
   }

@@ -39,9 +39,10 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_SHM_STREAM_BYTES", "8M",
        "out-of-place shm_direct outputs this large are written with streaming stores"},
       {"COLLIE_SHM_ONESHOT_BYTES", "32K", "largest AllReduce shm_direct does in one shot, bytes"},
-      {"COLLIE_SHM_CMA_BYTES", "4M",
-       "shm_direct AllReduce this large reads and writes the peers' buffers in place (cross-memory "
-       "attach) where every rank may (16 times that with more ranks than cores); 0 = never"},
+      {"COLLIE_SHM_CMA", "auto",
+       "shm_direct AllReduce reads and writes the peers' buffers in place (cross-memory attach) "
+       "where every rank may: auto (not with more ranks than cores), on or off"},
+      {"COLLIE_SHM_CMA_BYTES", "64K", "smallest AllReduce COLLIE_SHM_CMA applies to, bytes"},
       {"COLLIE_BACKEND", "collie",
        "collie, or nccl: device-buffer collectives go to an NCCL communicator (builds with NCCL)"},
       {"COLLIE_CUDA_STAGING_BYTES", "8M",

@@ -122,7 +122,7 @@ TEST(Faults, SigkillOfTheBroadcastRootOverTcp) { killMidOp(3, 0, "tcp", {}, Op::
 TEST(Faults, SigkillMidReduceOverShm) { killMidOp(4, 3, "shm", {}, Op::kReduce); }
 TEST(Faults, SigkillOneOfFourRanksMidAllReduce) { killMidOp(4, 2); }
 TEST(Faults, SigkillMidSingleCopyAllReduceOverShm) {
-  killMidOp(3, 2, "shm", {{"COLLIE_SHM_CMA_BYTES", "1"}});
+  killMidOp(3, 2, "shm", {{"COLLIE_SHM_CMA", "on"}, {"COLLIE_SHM_CMA_BYTES", "1"}});
 }
 TEST(Faults, SigkillRankZeroOfFour) { killMidOp(4, 0); }
 TEST(Faults, SigkillOneOfTwoRanksOverTcp) { killMidOp(2, 0, "tcp"); }

@@ -84,10 +84,11 @@ void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts,
 WorldOptions singleCopyEverywhere() {
   WorldOptions opt;
   opt.timeoutSec = 240;
-  // From 1 byte (16 with more ranks than cores), and no one-shot path below it.
-  opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", "shm"},
-             {"COLLIE_SHM_CMA_BYTES", "1"},  {"COLLIE_SHM_ONESHOT_BYTES", "0"},
-             {"COLLIE_DEBUG", "INFO"},       {"COLLIE_DEBUG_SUBSYS", "COLL"}};
+  // From 1 byte, also with more ranks than cores, and no one-shot path below it.
+  opt.env = {{"COLLIE_TIMEOUT_MS", "60000"},    {"COLLIE_TRANSPORT", "shm"},
+             {"COLLIE_SHM_CMA", "on"},          {"COLLIE_SHM_CMA_BYTES", "1"},
+             {"COLLIE_SHM_ONESHOT_BYTES", "0"}, {"COLLIE_DEBUG", "INFO"},
+             {"COLLIE_DEBUG_SUBSYS", "COLL"}};
   return opt;
 }
 
@@ -130,6 +131,23 @@ TEST(ShmSingleCopyVote, OneRankThatCannotReachItsPeersMakesEveryRankStage) {
   ASSERT_EQ(static_cast<int>(out.size()), n);
   for (const RankOutcome& o : out)
     EXPECT_TRUE(said(o, "single-copy AllReduce from 1 bytes off")) << o.output;
+}
+
+TEST(ShmSingleCopyVote, AnUnknownModeIsAnInvalidArgument) {
+  WorldOptions opt = singleCopyEverywhere();
+  opt.env.push_back({"COLLIE_SHM_CMA", "sometimes"});
+  auto out = runWorld(2, opt, [](int, Reporter& rep) {
+    collieComm_t comm = nullptr;
+    if (collieCommInitFromEnv(&comm) != collieSuccess) return rep.fail("init");
+    std::vector<float> buf(1 << 16, 1.0f);
+    collieResult_t res = collieAllReduce(buf.data(), buf.data(), buf.size(), collieFloat32,
+                                         collieSum, comm, nullptr);
+    std::string msg = collieGetLastError(comm);
+    if (res != collieInvalidArgument) rep.fail("got " + std::string(collieGetErrorString(res)));
+    if (msg.find("COLLIE_SHM_CMA=sometimes") == std::string::npos) rep.fail("message: " + msg);
+    collieCommDestroy(comm);
+  });
+  expectAllPassed(out);
 }
 
 }  // namespace
