@@ -619,10 +619,18 @@ AlgoContext CommImpl::context(const CollArgs& args) {
 Status CommImpl::executeHost(const CollArgs& args) {
   AlgoContext ctx = context(args);
   Algorithm* algo = nullptr;
-  Status picked = pickAlgorithm(algos_, forced_, args, ctx, &algo);
-  if (!picked.isOk()) {
-    --seq_;
-    return picked;
+  LastPick& lp = lastPick_;
+  if (lp.algo != nullptr && lp.forced == forced_ && lp.coll == args.coll &&
+      lp.count == args.count && lp.dtype == args.dtype && lp.root == args.root &&
+      lp.memory == args.memory) {
+    algo = lp.algo;
+  } else {
+    Status picked = pickAlgorithm(algos_, forced_, args, ctx, &algo);
+    if (!picked.isOk()) {
+      --seq_;
+      return picked;
+    }
+    lp = LastPick{algo, forced_, args.coll, args.count, args.dtype, args.root, args.memory};
   }
   lastAlgo_.store(algo->name());
   Status s = algo->run(args, ctx);
@@ -649,9 +657,9 @@ void CommImpl::fail(const Status& s) {
 }
 
 Status CommImpl::run(const CollArgs& args) {
-  {
+  if (inFlight_.load() > 0) {
     std::unique_lock<std::mutex> l(qMu_);
-    if (inFlight_ > 0) qCv_.wait(l, [&] { return inFlight_ == 0; });
+    qCv_.wait(l, [&] { return inFlight_ == 0; });
   }
   std::lock_guard<std::mutex> e(execMu_);
   return execute(args);

@@ -111,6 +111,17 @@ class CommImpl {
   std::vector<std::unique_ptr<Algorithm>> algos_;
   Status findAlgorithm(const std::string& name, Algorithm** out) const;
   Algorithm* forced_ = nullptr;  // COLLIE_ALGO or setAlgorithm; guarded by execMu_
+  // The last pick and what it was for: a loop calling one collective again skips the cost
+  // model (picks depend only on these, the communicator and forced_). Guarded by execMu_.
+  struct LastPick {
+    Algorithm* algo = nullptr;
+    Algorithm* forced = nullptr;
+    Collective coll = Collective::kAllReduce;
+    size_t count = 0;
+    collieDataType_t dtype = collieFloat32;
+    int root = -1;
+    MemoryKind memory = MemoryKind::kHost;
+  } lastPick_;
   std::atomic<const char*> lastAlgo_{""};
   LinkModel link_;
   LinkModel localLink_;  // between ranks of this host
@@ -135,8 +146,10 @@ class CommImpl {
   std::mutex qMu_;
   std::condition_variable qCv_;
   std::deque<Pending> queue_;  // guarded by qMu_
-  int inFlight_ = 0;           // guarded by qMu_: queued plus running async ops
-  bool stopping_ = false;      // guarded by qMu_
+  // Queued plus running async ops: changed under qMu_; read without it only to skip qMu_
+  // when zero (an op queued by this thread before is seen, one of another thread is unordered).
+  std::atomic<int> inFlight_{0};
+  bool stopping_ = false;  // guarded by qMu_
   std::thread progress_;
 };
 

@@ -39,6 +39,34 @@ TEST(Api, UniqueIdMadeByTheParentProcessInitsThreeRanks) {
   expectAllPassed(out);
 }
 
+TEST(Api, TheSameCallAgainFollowsEveryChangeOfTheForcedAlgorithm) {
+  // A repeated call reuses the tuner's last pick, but never across collieCommSetAlgorithm.
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TRANSPORT", "shm"}};
+  auto out = runWorld(2, opt, [](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail(collieGetLastError(nullptr));
+    std::vector<float> v(1000);
+    for (const char* algo : {"auto", "ring", "tree", "auto", "ring"}) {
+      if (collieCommSetAlgorithm(c, algo) != collieSuccess) return rep.fail(collieGetLastError(c));
+      for (int i = 0; i < 2; ++i) {
+        fillInput(v.data(), collieFloat32, collieSum, rank, v.size(), 2);
+        if (collieAllReduce(v.data(), v.data(), v.size(), collieFloat32, collieSum, c, nullptr) !=
+            collieSuccess)
+          return rep.fail(collieGetLastError(c));
+        std::string bad;
+        if (countWrong(v.data(), collieFloat32, collieSum, v.size(), 2, &bad)) rep.fail(bad);
+        const char* ran = "";
+        collieCommLastAlgorithm(c, &ran);
+        const std::string want = std::string(algo) == "auto" ? "shm_direct" : algo;
+        if (ran != want) rep.fail(std::string("forced ") + algo + ", ran " + ran);
+      }
+    }
+    collieCommDestroy(c);
+  });
+  expectAllPassed(out);
+}
+
 TEST(Api, CppCommunicatorViewsAndAsyncWork) {
   auto out = runWorld(2, WorldOptions(), [](int rank, Reporter& rep) {
     Communicator comm;
@@ -68,7 +96,8 @@ TEST(Api, CppCommunicatorViewsAndAsyncWork) {
       if (!w.test()) rep.fail("test() false after wait");
     }
     for (auto& b : bufs)
-      if (countWrong(b.data(), collieFloat32, collieMax, b.size(), 2, &bad)) rep.fail("async " + bad);
+      if (countWrong(b.data(), collieFloat32, collieMax, b.size(), 2, &bad))
+        rep.fail("async " + bad);
     if (countWrong(last.data(), collieFloat32, collieAvg, last.size(), 2, &bad)) rep.fail(bad);
     // Bad arguments come back through the Work, not as a crash.
     Work bad1 = comm.allreduceAsync(nullptr, nullptr, 5, collieFloat32, collieSum);
