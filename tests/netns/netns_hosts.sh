@@ -5,12 +5,13 @@
 # COLLIE_HOSTID, runs the given command in each, and tears everything down on any exit.
 #
 #   netns_hosts.sh [-k HOSTS] [-m RANKS_PER_HOST] [-r RATE [-l QUEUE]] [-d DROP_PERCENT]
-#                  [-t SECONDS] [-p PORT] [-o LOGDIR] [-a] [-n] -- COMMAND [ARGS...]
+#                  [-c CONGESTION] [-t SECONDS] [-p PORT] [-o LOGDIR] [-a] [-n] -- COMMAND [ARGS...]
 #
 #   -k  hosts (namespaces), default 4          -m  ranks per host, default 1
 #   -r  tbf rate of each host's link in both directions (tc syntax: 1gbit, 500mbit)
 #   -l  tbf queue as the longest a packet may wait in it (tc's latency; default 100ms)
 #   -d  percentage of frames the bridge drops at random (nftables numgen), e.g. 0.5
+#   -c  TCP congestion control of every host (net.ipv4.tcp_congestion_control), e.g. reno
 #   -t  deadline of the whole run, seconds (default 120); ranks still running are killed
 #   -p  MASTER_PORT (default 29500)             -o  keep rank logs here (default: a temp dir)
 #   -a  print every rank's stdout, not only rank 0's
@@ -23,12 +24,12 @@
 # iproute2, tc or nft, or namespaces refused), 2 on bad usage.
 set -uo pipefail
 
-HOSTS=4 PER_HOST=1 RATE="" QUEUE=100ms DROP="" DEADLINE=120 PORT=29500 LOGDIR="" ALL_OUT=0 CHECK_ONLY=0
+HOSTS=4 PER_HOST=1 RATE="" QUEUE=100ms DROP="" CONGESTION="" DEADLINE=120 PORT=29500 LOGDIR="" ALL_OUT=0 CHECK_ONLY=0
 SUBNET=10.77.0
 GRACE=10  # seconds the other ranks get to notice a failed peer before they are killed
 
 usage() {
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 skip() {
@@ -36,13 +37,14 @@ skip() {
   exit 77
 }
 
-while getopts ":k:m:r:l:d:t:p:o:anh" opt; do
+while getopts ":k:m:r:l:d:c:t:p:o:anh" opt; do
   case $opt in
     k) HOSTS=$OPTARG ;;
     m) PER_HOST=$OPTARG ;;
     r) RATE=$OPTARG ;;
     l) QUEUE=$OPTARG ;;
     d) DROP=$OPTARG ;;
+    c) CONGESTION=$OPTARG ;;
     t) DEADLINE=$OPTARG ;;
     p) PORT=$OPTARG ;;
     o) LOGDIR=$OPTARG ;;
@@ -118,6 +120,7 @@ for ((h = 0; h < HOSTS; h++)); do
   must ip -n "$ns" addr add "$(addr $h)/24" dev eth0
   must ip -n "$ns" link set eth0 up
   must ip -n "$ns" link set lo up
+  [ -z "$CONGESTION" ] || must ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$CONGESTION"
   if [ -n "$RATE" ]; then
     # Both directions: the host's egress, and the bridge port's egress toward the host.
     must tc -n "$ns" qdisc add dev eth0 root tbf rate "$RATE" burst 256kb latency "$QUEUE"

@@ -70,6 +70,16 @@ $(ip -4 -o addr show eth0 | awk "{print \$4}") $COLLIE_HOSTID"' >"$WORK/env"
     # Hosts reach each other, and only their own subnet (no route out of the namespace).
     hosts -k 2 -- sh -c 'ip route get 10.77.0.2 >/dev/null && ! ip route get 1.1.1.1 2>/dev/null'
     expect_rc 0 $? "routing"
+    # -c sets every host's congestion control; an unknown one fails the setup.
+    cc=$(sysctl -n net.ipv4.tcp_available_congestion_control | tr ' ' '\n' | grep -vx "$(sysctl -n \
+net.ipv4.tcp_congestion_control)" | head -1)
+    if [ -n "$cc" ]; then
+      hosts -k 2 -a -c "$cc" -- sysctl -n net.ipv4.tcp_congestion_control >"$WORK/cc"
+      expect_rc 0 $? "-c $cc"
+      [ "$(grep -c "^\[[01]\] $cc\$" "$WORK/cc")" -eq 2 ] || fail "-c $cc not applied: $(cat "$WORK/cc")"
+    fi
+    hosts -k 2 -c no_such_cc -- true >/dev/null 2>&1
+    expect_rc 1 $? "-c no_such_cc"
     # The first failing rank's status comes back; the others are killed after a grace period.
     hosts -k 2 -- sh -c 'echo $COLLIE_HOSTID; if [ $RANK = 1 ]; then exit 3; fi; sleep 60' \
       >"$WORK/fail" 2>/dev/null
