@@ -8,9 +8,9 @@ RANKS      ?= 4
 CMAKE_ARGS ?=
 
 BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libucx-dev
-# The netns tests make hosts of network namespaces with ip, tc and nft; the perf tests read
+# The netns tests make hosts of network namespaces with ip, tc, nft and sysctl; the perf tests read
 # collie-perf's JSON and run perf/compare with python3.
-TEST_PACKAGES = iproute2 nftables python3
+TEST_PACKAGES = iproute2 nftables procps python3
 
 BENCH_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox python3
 BENCH_ARGS ?=
