@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "collie/collie.h"
+#include "perf/device_memory.h"
 #include "perf/perf_bench.h"
 #include "perf/perf_collectives.h"
-#include "perf/device_memory.h"
 #include "perf/perf_data.h"
 #include "perf/perf_options.h"
 #include "perf/perf_report.h"
@@ -123,17 +123,18 @@ int run(const Options& o) {
   std::vector<std::string> tables = algorithmTables(o);
   std::vector<bool> runs(tables.size(), true);
   for (int sweep = 0; sweep < o.repeat; ++sweep) {
-    for (size_t a = 0; a < tables.size(); ++a) {
-      if (!runs[a]) continue;
-      for (int t = 0; t < kNumTypes; ++t) {
-        if (o.datatype != kAll && o.datatype != t) continue;
-        // Collectives without a reduction run once per datatype.
-        for (int op = 0; op < (coll.hasOp ? kNumOps : 1); ++op) {
-          if (coll.hasOp && o.op != kAll && o.op != op) continue;
-          auto rop = static_cast<collieRedOp_t>(coll.hasOp ? op : collieSum);
-          if (runs[a])
-            runs[a] = bench.runTable(tables[a], static_cast<collieDataType_t>(t), rop, sweep);
+    for (int t = 0; t < kNumTypes; ++t) {
+      if (o.datatype != kAll && o.datatype != t) continue;
+      // Collectives without a reduction run once per datatype.
+      for (int op = 0; op < (coll.hasOp ? kNumOps : 1); ++op) {
+        if (coll.hasOp && o.op != kAll && o.op != op) continue;
+        auto dtype = static_cast<collieDataType_t>(t);
+        auto rop = static_cast<collieRedOp_t>(coll.hasOp ? op : collieSum);
+        if (o.algo == "all") {
+          bench.runInterleaved(tables, &runs, dtype, rop, sweep);
+          continue;
         }
+        if (runs[0]) runs[0] = bench.runTable(tables[0], dtype, rop, sweep);
       }
     }
   }

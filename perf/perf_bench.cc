@@ -131,7 +131,8 @@ std::vector<RankInfo> Bench::gatherRanks() {
   return ranks;
 }
 
-bool Bench::runTable(const std::string& algo, collieDataType_t dtype, collieRedOp_t op, int sweep) {
+bool Bench::openTable(const std::string& algo, collieDataType_t dtype, collieRedOp_t op,
+                      int sweep) {
   const TypeInfo& type = typeInfo(dtype);
   sweep_ = sweep;
   table_ = "";
@@ -162,11 +163,6 @@ bool Bench::runTable(const std::string& algo, collieDataType_t dtype, collieRedO
     return false;
   }
   check(probe);
-  bool print = rank_ == 0 && o_.repeat == 1;
-  if (print && !algo.empty() && algo != header_) {
-    printAlgorithmHeader(stdout, algo.c_str(), showAlgo());
-    header_ = algo;
-  }
   // Warm every size the run will touch (doubling, as nccl-tests does) before timing any.
   for (size_t size = o_.minBytes;;) {
     for (int it = 0; it < o_.warmupIters; ++it)
@@ -175,15 +171,32 @@ bool Bench::runTable(const std::string& algo, collieDataType_t dtype, collieRedO
     if (next <= size || next > o_.maxBytes) break;
     size = next;
   }
+  return true;
+}
+
+void Bench::measureRow(const std::string& algo, size_t size, collieDataType_t dtype,
+                       collieRedOp_t op) {
+  const TypeInfo& type = typeInfo(dtype);
+  table_ = algo;
+  bool print = rank_ == 0 && !printsAtEnd();
+  if (print && !algo.empty() && algo != header_) {
+    printAlgorithmHeader(stdout, algo.c_str(), showAlgo());
+    header_ = algo;
+  }
+  size_t count = countFor(size, type);
   int root = coll_.hasRoot ? o_.root : -1;
+  if (print) printRowPreamble(stdout, count * type.size, count, type.name, opLabel(op), root);
+  rowAlgos_.clear();
+  benchOne(count, dtype, op, false);
+  benchOne(count, dtype, op, true);
+  if (print && showAlgo()) printRowAlgo(stdout, rowAlgos_.c_str());
+  if (print) printRowEnd(stdout);
+}
+
+bool Bench::runTable(const std::string& algo, collieDataType_t dtype, collieRedOp_t op, int sweep) {
+  if (!openTable(algo, dtype, op, sweep)) return false;
   for (size_t size = o_.minBytes;;) {
-    size_t count = countFor(size, type);
-    if (print) printRowPreamble(stdout, count * type.size, count, type.name, opLabel(op), root);
-    rowAlgos_.clear();
-    benchOne(count, dtype, op, false);
-    benchOne(count, dtype, op, true);
-    if (print && showAlgo()) printRowAlgo(stdout, rowAlgos_.c_str());
-    if (print) printRowEnd(stdout);
+    measureRow(algo, size, dtype, op);
     size_t next = nextSize(size);
     if (next <= size || next > o_.maxBytes) break;
     size = next;
@@ -191,35 +204,39 @@ bool Bench::runTable(const std::string& algo, collieDataType_t dtype, collieRedO
   return true;
 }
 
+void Bench::runInterleaved(const std::vector<std::string>& algos, std::vector<bool>* runs,
+                           collieDataType_t dtype, collieRedOp_t op, int sweep) {
+  for (size_t a = 0; a < algos.size(); ++a) {
+    if ((*runs)[a]) (*runs)[a] = openTable(algos[a], dtype, op, sweep);
+  }
+  for (size_t size = o_.minBytes;;) {
+    for (size_t a = 0; a < algos.size(); ++a) {
+      if ((*runs)[a]) measureRow(algos[a], size, dtype, op);
+    }
+    size_t next = nextSize(size);
+    if (next <= size || next > o_.maxBytes) break;
+    size = next;
+  }
+}
+
 void Bench::finish() {
   if (rank_ != 0) return;
   double factor = coll_.busFactor(nranks_);
-  if (o_.repeat > 1) {
-    std::string table = "\x01";  // no table yet
-    for (size_t i = 0; i + 1 < results_.size(); i += 2) {
-      const Result& r = results_[i];
-      if (r.table != table) {
-        table = r.table;
-        if (!table.empty()) printAlgorithmHeader(stdout, table.c_str(), table == "auto");
-      }
-      printRowPreamble(stdout, r.bytes, r.count, r.type.c_str(), r.op.c_str(), r.root);
-      std::string picks;
-      for (const Result* p : {&results_[i], &results_[i + 1]}) {
-        double us = p->medianUs();
-        double alg = bandwidthGBs(p->bytes, us, 1.0), bus = bandwidthGBs(p->bytes, us, factor);
-        printRowBody(stdout, us, alg, bus, p->checked, p->wrong);
-        csv_.writeRow(p->bytes, p->count, p->type.c_str(), p->op.c_str(), p->inPlace, us, alg, bus,
-                      p->checked, p->wrong);
-        std::string pick = p->algos.empty() ? "" : p->algos.back();
-        if (picks.empty())
-          picks = pick;
-        else if (pick != picks)
-          picks += "/" + pick;
-      }
-      if (r.table == "auto") printRowAlgo(stdout, picks.c_str());
-      printRowEnd(stdout);
+  if (printsAtEnd()) {
+    // Rows were measured size by size under --algo all; they print as one table per algorithm,
+    // in the order the tables were first measured.
+    std::vector<std::string> tables;
+    for (const Result& r : results_) {
+      if (std::find(tables.begin(), tables.end(), r.table) == tables.end())
+        tables.push_back(r.table);
     }
-    printRepeatSummary(stdout, o_.repeat, factor, results_);
+    for (const std::string& table : tables) {
+      if (!table.empty()) printAlgorithmHeader(stdout, table.c_str(), table == "auto");
+      for (size_t i = 0; i + 1 < results_.size(); i += 2) {
+        if (results_[i].table == table) printResultRow(results_[i], results_[i + 1], factor);
+      }
+    }
+    if (o_.repeat > 1) printRepeatSummary(stdout, o_.repeat, factor, results_);
   }
   if (!o_.jsonPath.empty()) {
     RunInfo info{coll_.name, nranks_, o_.algo, o_.transport, o_.repeat, factor};
@@ -229,6 +246,27 @@ void Bench::finish() {
       jsonFailed_ = true;
     }
   }
+}
+
+// One row of the end-of-run tables: the median of each placement's sweeps.
+void Bench::printResultRow(const Result& outOfPlace, const Result& inPlace, double factor) {
+  printRowPreamble(stdout, outOfPlace.bytes, outOfPlace.count, outOfPlace.type.c_str(),
+                   outOfPlace.op.c_str(), outOfPlace.root);
+  std::string picks;
+  for (const Result* p : {&outOfPlace, &inPlace}) {
+    double us = p->medianUs();
+    double alg = bandwidthGBs(p->bytes, us, 1.0), bus = bandwidthGBs(p->bytes, us, factor);
+    printRowBody(stdout, us, alg, bus, p->checked, p->wrong);
+    csv_.writeRow(p->bytes, p->count, p->type.c_str(), p->op.c_str(), p->inPlace, us, alg, bus,
+                  p->checked, p->wrong);
+    std::string pick = p->algos.empty() ? "" : p->algos.back();
+    if (picks.empty())
+      picks = pick;
+    else if (pick != picks)
+      picks += "/" + pick;
+  }
+  if (outOfPlace.table == "auto") printRowAlgo(stdout, picks.c_str());
+  printRowEnd(stdout);
 }
 
 int Bench::totalErrors() { return static_cast<int>(reduceInt(localErrors_, collieSum)); }
@@ -377,7 +415,7 @@ void Bench::benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, boo
     rowAlgos_ = picked_;
   else if (rowAlgos_ != picked_)
     rowAlgos_ += "/" + picked_;
-  if (rank_ == 0 && o_.repeat == 1) {
+  if (rank_ == 0 && !printsAtEnd()) {
     printRowBody(stdout, sec * 1.0e6, algBw, busBw, o_.check > 0, wrong);
     csv_.writeRow(count * type.size, count, type.name, opLabel(op), inPlace, sec * 1.0e6, algBw,
                   busBw, o_.check > 0, wrong);
@@ -393,26 +431,27 @@ void Bench::benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, boo
 }
 
 Result& Bench::record(size_t count, const TypeInfo& type, collieRedOp_t op, bool inPlace) {
-  // Results are appended in sweep order on the first sweep and revisited in the same order
-  // on the next ones.
-  if (sweep_ == 0) {
-    Result r;
-    r.bytes = count * type.size;
-    r.count = count;
-    r.type = type.name;
-    r.op = opLabel(op);
-    r.inPlace = inPlace;
-    r.checked = o_.check > 0;
-    r.root = coll_.hasRoot ? o_.root : -1;
-    r.table = table_;
-    results_.push_back(r);
-    return results_.back();
+  // The first sweep appends the results in the order it measures them; later sweeps find them.
+  const size_t bytes = count * type.size;
+  const char* opName = opLabel(op);
+  if (sweep_ > 0) {
+    for (Result& r : results_) {
+      if (r.table == table_ && r.bytes == bytes && r.count == count && r.inPlace == inPlace &&
+          r.type == type.name && r.op == opName)
+        return r;
+    }
   }
-  if (sweep_ != lastSweep_) {
-    lastSweep_ = sweep_;
-    cursor_ = 0;
-  }
-  return results_[cursor_++];
+  Result r;
+  r.bytes = bytes;
+  r.count = count;
+  r.type = type.name;
+  r.op = opName;
+  r.inPlace = inPlace;
+  r.checked = o_.check > 0;
+  r.root = coll_.hasRoot ? o_.root : -1;
+  r.table = table_;
+  results_.push_back(r);
+  return results_.back();
 }
 
 const char* Bench::opLabel(collieRedOp_t op) const { return coll_.hasOp ? opName(op) : "none"; }

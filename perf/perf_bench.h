@@ -40,6 +40,11 @@ class Bench {
   // One table: algo "" keeps the library's choice, "auto" asks for it and names its pick.
   // False when the algorithm cannot run this collective here (on every rank alike).
   bool runTable(const std::string& algo, collieDataType_t dtype, collieRedOp_t op, int sweep);
+  // Several tables measured size by size (--algo all): at each size every algorithm in turn, so
+  // that the algorithms compared at one size are measured seconds apart, not minutes. runs[a]
+  // turns false for an algorithm that cannot run the collective here.
+  void runInterleaved(const std::vector<std::string>& algos, std::vector<bool>* runs,
+                      collieDataType_t dtype, collieRedOp_t op, int sweep);
   // After the last sweep: median rows (when repeated), summary, CSV and JSON.
   void finish();
 
@@ -49,6 +54,13 @@ class Bench {
   void setProgress(bool on) { progress_ = on; }
 
  private:
+  // Sets the algorithm, checks that it runs this collective, and warms every size.
+  bool openTable(const std::string& algo, collieDataType_t dtype, collieRedOp_t op, int sweep);
+  // Both placements of one size under one algorithm.
+  void measureRow(const std::string& algo, size_t size, collieDataType_t dtype, collieRedOp_t op);
+  // Repeated or interleaved runs print their tables after the last sweep.
+  bool printsAtEnd() const { return o_.repeat > 1 || o_.algo == "all"; }
+  void printResultRow(const Result& outOfPlace, const Result& inPlace, double factor);
   void check(collieResult_t result);
   size_t nextSize(size_t size) const;
   size_t countFor(size_t size, const TypeInfo& type) const;
@@ -92,8 +104,6 @@ class Bench {
   int bwCount_ = 0;
   std::vector<Result> results_;  // sweep order; every sweep measures the same list
   int sweep_ = 0;
-  int lastSweep_ = 0;
-  size_t cursor_ = 0;
   bool progress_ = false;
   bool jsonFailed_ = false;
   std::string table_;     // the algorithm of the table being measured ("" library default)

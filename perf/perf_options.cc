@@ -293,7 +293,7 @@ void printUsage(FILE* out) {
           "\t[--csv <file> also write one row per size and placement to file (rank 0)]\n"
           "\t[--json <file> also write every result, with min and median over -R, as JSON]\n"
           "\t[--algo <name|auto|all>] force an algorithm (collieCommSetAlgorithm); auto adds a "
-          "column naming the library's pick; all prints one table per algorithm, then auto "
+          "column naming the library's pick; all prints one table per algorithm, then auto, "
           "(-a stays --average)\n"
           "\t[--transport <list>] e.g. shm, tcp, ucx, tcp,shm (sets COLLIE_TRANSPORT; -t stays "
           "--nthreads)\n"

@@ -179,9 +179,8 @@ TEST(ColliePerf, BadFlagsExitTwo) {
   EXPECT_EQ(unknown.exitCode, 2) << unknown.out;
   EXPECT_TRUE(contains(unknown.out, "USAGE")) << unknown.out;
 
-  for (const char* flags :
-       {"-d float128", "-o mean", "-b 1Q", "-n 0", "-b 2M -e 1M", "-z 7", "-w",
-        "--backend bogus", "--backend nccl"}) {
+  for (const char* flags : {"-d float128", "-o mean", "-b 1Q", "-n 0", "-b 2M -e 1M", "-z 7", "-w",
+                            "--backend bogus", "--backend nccl"}) {
     Outcome bad = runCommand(kPerf + " " + flags + " 2>&1");
     EXPECT_EQ(bad.exitCode, 2) << flags << ": " << bad.out;
   }
@@ -269,8 +268,26 @@ TEST(ColliePerf, AlgoFlagForcesTheAlgorithm) {
 }
 
 TEST(ColliePerf, AlgoAllPrintsATablePerAlgorithm) {
-  Outcome run = runPerf(2, "-b 64 -e 4K -f 8 -n 2 --algo all");
+  std::string log = tempPath("algo_all_progress");
+  Outcome run = runPerf(2, "-b 64 -e 4K -f 8 -n 2 --algo all --progress 1 2>" + log);
   ASSERT_EQ(run.exitCode, 0) << run.out;
+  // The algorithms are measured size by size: every algorithm at 64 B, then every one at 512 B.
+  std::istringstream progress(readFile(log));
+  std::vector<std::pair<size_t, std::string>> measured;  // (size, algorithm) in measuring order
+  for (std::string line; std::getline(progress, line);) {
+    std::istringstream fields(line);
+    std::string tool, word, sweep, coll, algo;
+    size_t bytes = 0;
+    if (fields >> tool >> word >> sweep >> coll >> algo >> bytes && word == "sweep")
+      measured.emplace_back(bytes, algo);
+  }
+  ASSERT_EQ(measured.size(), 3u * 6 * 2) << readFile(log);  // sizes x tables x placements
+  for (size_t i = 0; i < measured.size(); ++i) {
+    EXPECT_EQ(measured[i].first, i < 12 ? 64u : i < 24 ? 512u : 4096u) << i;
+    EXPECT_EQ(measured[i].second, measured[i % 12].second) << i;
+  }
+  EXPECT_EQ(measured[0].second, "ring");
+  EXPECT_EQ(measured[11].second, "auto");
   for (const char* algo : {"ring", "tree", "rhd", "recursive_doubling", "shm_direct", "auto"}) {
     EXPECT_TRUE(contains(run.out, std::string("# Algorithm: ") + algo)) << algo << run.out;
   }
@@ -285,7 +302,8 @@ TEST(ColliePerf, AlgoAllPrintsATablePerAlgorithm) {
   // An algorithm that cannot run a collective is skipped with a line, not an error.
   Outcome rs = runPerf(2, "reduce_scatter -b 64 -e 4K -f 8 -n 2 --algo all");
   ASSERT_EQ(rs.exitCode, 0) << rs.out;
-  EXPECT_TRUE(contains(rs.out, "# algorithm recursive_doubling does not run reduce_scatter here: skipped"))
+  EXPECT_TRUE(
+      contains(rs.out, "# algorithm recursive_doubling does not run reduce_scatter here: skipped"))
       << rs.out;
   EXPECT_TRUE(contains(rs.out, "# Algorithm: ring")) << rs.out;
 }
@@ -403,7 +421,8 @@ TEST(ColliePerf, ProgressGoesToStderr) {
 // --device where no GPU is visible (or the build has no CUDA): a clear failure, not a crash.
 TEST(ColliePerf, DeviceWithoutAGpuSaysWhy) {
   Outcome o = runPerf(1, "--device -b 1M -e 1M -n 2 2>&1");
-  if (o.exitCode == 0) GTEST_SKIP() << "a GPU is present: tests/gpu/device_check.sh covers --device";
+  if (o.exitCode == 0)
+    GTEST_SKIP() << "a GPU is present: tests/gpu/device_check.sh covers --device";
   EXPECT_EQ(o.exitCode, 1) << o.out;
   EXPECT_TRUE(contains(o.out, "--device")) << o.out;
 }
