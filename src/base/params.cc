@@ -29,6 +29,9 @@ static const std::vector<ParamInfo>& table() {
        "auto = the tuner)"},
       {"COLLIE_TUNER_LINKS", "",
        "tuner link figures per transport: tcp=alpha_us:beta_GBps[:reduce_GBps],shm=...,ucx=..."},
+      {"COLLIE_TUNER_PROBE", "1",
+       "1: measure the network's step latency and link rate at init when a peer is reached over "
+       "tcp or ucx and COLLIE_TUNER_LINKS is unset; 0: the calibrated table"},
       {"COLLIE_TRANSPORT", "",
        "restrict transports: comma list of tcp, shm, ucx (listing ucx forces it where shm is not "
        "listed or cannot reach)"},

@@ -12,6 +12,7 @@
 #include "src/base/hex.h"
 #include "src/base/log.h"
 #include "src/base/params.h"
+#include "src/core/link_probe.h"
 #include "src/core/tuner.h"
 #ifdef COLLIE_HAVE_UCX
 #include "transports/ucx/ucx_transport.h"
@@ -320,6 +321,7 @@ Status CommImpl::init(BootstrapInfo info) {
   COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer%s)", rank_,
               nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks,
               anyUcx ? ", ucx to some peers" : "");
+  COLLIE_RETURN_IF_ERROR(probeNetwork(anyTcp || anyUcx).withContext(where));
   COLLIE_RETURN_IF_ERROR(setUpBackend(backend, hosts, deadline).withContext(where));
   progress_ = std::thread([this] { progressLoop(); });
   return Status::ok();
@@ -335,6 +337,39 @@ Status CommImpl::setUpBackend(const std::string& backend, const std::vector<std:
 #else
   return invalidArgument("COLLIE_BACKEND=nccl: this build has no NCCL");
 #endif
+}
+
+Status CommImpl::probeNetwork(bool network) {
+  if (nranks_ < 2 || !network || params().getInt("COLLIE_TUNER_PROBE") == 0 ||
+      !params().getString("COLLIE_TUNER_LINKS").empty())
+    return Status::ok();
+  // Large enough that the rate, not the latency, sets its time on a fast link; a few ms at
+  // 1 Gbit/s.
+  constexpr size_t kBigBytes = 512 << 10;
+  CollArgs probe;
+  AlgoContext ctx = context(probe);
+  ctx.opName = "the link probe";
+  COLLIE_ASSIGN_OR_RETURN(LinkProbe p, probeRingLinks(ctx, kBigBytes));
+  // Every rank must pick the same algorithm for a call: all take the slowest figures any rank
+  // measured, agreed with a ring AllReduce (max) of the step time and the inverse rate.
+  double v[2] = {p.alphaUs, 1.0 / p.betaGBps};
+  CollArgs agree;
+  agree.send = v;
+  agree.recv = v;
+  agree.count = 2;
+  agree.dtype = collieFloat64;
+  agree.op = collieMax;
+  Algorithm* ring = nullptr;
+  COLLIE_RETURN_IF_ERROR(findAlgorithm("ring", &ring));
+  AlgoContext actx = context(agree);
+  actx.opName = "the link probe";
+  COLLIE_RETURN_IF_ERROR(ring->run(agree, actx));
+  link_.alphaUs = std::min(std::max(v[0], 0.5), 1e5);
+  link_.betaGBps = std::min(std::max(1.0 / v[1], 0.01), 1e3);
+  if (!shm_) localLink_ = link_;
+  COLLIE_INFO(kLogInit, "rank %d: network measured at init: %.1f us per step, %.3f GB/s per link",
+              rank_, link_.alphaUs, link_.betaGBps);
+  return Status::ok();
 }
 
 Status CommImpl::setUpShm(const std::vector<int>& local, const Deadline& deadline) {

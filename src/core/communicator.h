@@ -87,6 +87,9 @@ class CommImpl {
   Status ensureStaging(int device);
   AlgoContext context(const CollArgs& args);  // for an op about to run: takes a sequence number
   Status setUpShm(const std::vector<int>& local, const Deadline& deadline);
+  // With a network in use: the tuner's figures for it measured on the ring's links
+  // (link_probe.h), the same on every rank.
+  Status probeNetwork(bool network);
   // Exchanges worker addresses with the peers in want and connects those that can; forced
   // (COLLIE_TRANSPORT lists ucx) makes any failure an error, else a peer falls back to tcp.
   Status setUpUcx(std::vector<bool>* want, bool forced, const Deadline& deadline);

@@ -3,13 +3,13 @@
 # teardown), and AllReduce correctness across namespaces checked by collie-perf -c 1, which
 # compares every element with the expected value and exits 1 on any mismatch.
 #
-#   netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|drops
+#   netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|probe|drops
 # Exit 77 (after a SKIP line) when namespaces cannot be made here.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 HOSTS_SH="$HERE/netns_hosts.sh"
-BIN=${1:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|drops}
-CASE=${2:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|drops}
+BIN=${1:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|probe|drops}
+CASE=${2:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|probe|drops}
 PERF="$BIN/collie-perf"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/netns_test.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -114,6 +114,25 @@ net.ipv4.tcp_congestion_control)" | head -1)
     PERF_ENV=(COLLIE_ALGO=hierarchical)
     perf_check -k 4 -m 2 -t 240
     echo "PASS: 4 hosts x 2 ranks, hierarchical AllReduce correct"
+    ;;
+  probe)
+    # The tuner measures the network when the communicator starts. On links shaped to 1 Gbit/s
+    # every rank must report the same figures (they are agreed), with a link rate the shaper
+    # allows, far from the 1.5 GB/s of the loopback table; COLLIE_TUNER_PROBE=0 keeps the table.
+    PERF_ENV=(COLLIE_DEBUG=INFO COLLIE_DEBUG_SUBSYS=INIT)
+    mkdir -p "$WORK/logs"
+    perf_check -k 4 -m 1 -r 1gbit -t 240 -o "$WORK/logs"
+    sed -n 's/.*\(network measured at init: .*\)/\1/p' "$WORK"/logs/rank*.err >"$WORK/probe"
+    cat "$WORK/probe"
+    [ "$(wc -l <"$WORK/probe")" -eq 4 ] || fail "expected the measured figures on 4 ranks"
+    [ "$(sort -u "$WORK/probe" | wc -l)" -eq 1 ] || fail "the ranks measured different figures"
+    awk '{ if (!($(NF-3) > 0.01 && $(NF-3) < 0.2)) exit 1 }' "$WORK/probe" ||
+      fail "a link rate outside (0.01, 0.2) GB/s on 1 Gbit/s links"
+    PERF_ENV=(COLLIE_DEBUG=INFO COLLIE_DEBUG_SUBSYS=INIT COLLIE_TUNER_PROBE=0)
+    rm -f "$WORK"/logs/*
+    perf_check -k 4 -m 1 -r 1gbit -t 240 -o "$WORK/logs"
+    if grep -q "network measured" "$WORK"/logs/rank*.err; then fail "COLLIE_TUNER_PROBE=0 probed"; fi
+    echo "PASS: the tuner measures 1 Gbit/s links at init, the same on every rank"
     ;;
   drops)
     perf_check -k 4 -m 1 -d 1 -t 600
