@@ -21,6 +21,8 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_STRIPE_BYTES", "256K", "smallest message striped over all of a peer's sockets"},
       {"COLLIE_CHUNK_BYTES", "512K", "pipeline chunk of the ring algorithm, bytes"},
       {"COLLIE_SOCKET_BUFFER", "4M", "SO_SNDBUF/SO_RCVBUF per socket (0 = kernel default)"},
+      {"COLLIE_SOCKET_CC", "",
+       "TCP congestion control of the data sockets, e.g. reno (default: the system's)"},
       {"COLLIE_SPIN_US", "50",
        "busy-poll this long before sleeping, us (yielding the core when ranks outnumber cores)"},
       {"COLLIE_HOSTID", "", "host identity override (default: hostname + boot id + netns)"},

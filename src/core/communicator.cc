@@ -208,6 +208,7 @@ Status CommImpl::init(BootstrapInfo info) {
   opt.nsocks = static_cast<int>(params().getInt("COLLIE_NSOCKS"));
   opt.stripeBytes = static_cast<size_t>(params().getInt("COLLIE_STRIPE_BYTES"));
   opt.bufBytes = static_cast<int>(params().getInt("COLLIE_SOCKET_BUFFER"));
+  opt.congestion = params().getString("COLLIE_SOCKET_CC");
   opt.userTimeoutMs = timeoutMs_;
   auto local = pickLocalAddress(&info.storeAddr);
   if (!local.isOk()) return local.status().withContext(where);

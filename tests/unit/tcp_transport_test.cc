@@ -3,12 +3,17 @@
 #include "transports/tcp/tcp_transport.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "tests/unit/tcp_mesh.h"
+#include "transports/tcp/socket.h"
 
 namespace collie {
 namespace {
@@ -98,6 +103,33 @@ TEST(TcpTransport, WrongLengthFrameIsInvalidUsage) {
   Poller poller({m.conns[0][1].get(), m.conns[1][0].get()}, 0, nullptr);
   Status s = poller.wait(&rr, Deadline::afterMs(3000), "test");
   EXPECT_EQ(s.code(), collieInvalidUsage) << s.toString();
+}
+
+// COLLIE_SOCKET_CC: the data sockets take the congestion control asked for; a name the kernel
+// lacks fails the transport's start with the name in the message.
+TEST(TcpTransport, CongestionControlIsSetOrAClearError) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  tuneSocket(fd, 0, 0, "reno");  // reno is built into every Linux kernel
+  char name[32] = {};
+  socklen_t len = sizeof(name);
+  ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len), 0);
+  EXPECT_STREQ(name, "reno");
+  close(fd);
+
+  Identity id;
+  id.nranks = 2;
+  TcpOptions opt;
+  auto lo = resolveHost("127.0.0.1", 0);
+  ASSERT_TRUE(lo.isOk());
+  opt.congestion = "reno";
+  EXPECT_TRUE(TcpTransport::create(id, opt, lo.value()).isOk());
+  opt.congestion = "no_such_cc";
+  auto bad = TcpTransport::create(id, opt, lo.value());
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().code(), collieInvalidArgument);
+  EXPECT_NE(bad.status().message().find("COLLIE_SOCKET_CC=no_such_cc"), std::string::npos)
+      << bad.status().message();
 }
 
 }  // namespace

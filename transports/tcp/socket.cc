@@ -2,8 +2,6 @@
 #include "transports/tcp/socket.h"
 
 #include <arpa/inet.h>
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -13,6 +11,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "src/base/log.h"
@@ -37,8 +37,7 @@ std::string SockAddr::toString() const {
 
 int SockAddr::port() const {
   if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
-  if (ss.ss_family == AF_INET6)
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
   return 0;
 }
 
@@ -48,7 +47,8 @@ void SockAddr::setPort(int port) {
 }
 
 StatusOr<SockAddr> resolveHost(const std::string& host, int port) {
-  if (port < 0 || port > 65535) return invalidArgument("port " + std::to_string(port) + " out of range");
+  if (port < 0 || port > 65535)
+    return invalidArgument("port " + std::to_string(port) + " out of range");
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -109,13 +109,15 @@ StatusOr<SockAddr> pickLocalAddress(const SockAddr* toward) {
     if (i->ifa_addr == nullptr || !(i->ifa_flags & IFF_UP)) continue;
     int fam = i->ifa_addr->sa_family;
     if (fam != AF_INET && fam != AF_INET6) continue;
-    if (fam == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr))
+    if (fam == AF_INET6 &&
+        IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr))
       continue;
     SockAddr a;
     a.len = fam == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
     memcpy(&a.ss, i->ifa_addr, a.len);
     if (!spec.empty()) {
-      if (ifnameMatches(spec, i->ifa_name) && (!haveBest || (fam == AF_INET && best.family() != AF_INET))) {
+      if (ifnameMatches(spec, i->ifa_name) &&
+          (!haveBest || (fam == AF_INET && best.family() != AF_INET))) {
         best = a;
         haveBest = true;
       }
@@ -133,7 +135,8 @@ StatusOr<SockAddr> pickLocalAddress(const SockAddr* toward) {
   freeifaddrs(ifs);
   if (haveBest) return best;
   if (!spec.empty())
-    return invalidArgument("COLLIE_SOCKET_IFNAME=" + spec + " matches no up interface with an address");
+    return invalidArgument("COLLIE_SOCKET_IFNAME=" + spec +
+                           " matches no up interface with an address");
   if (haveLoop) return loop;
   return systemError("no usable network interface found");
 }
@@ -199,7 +202,20 @@ Status setNonBlocking(int fd, bool on) {
   return Status::ok();
 }
 
-void tuneSocket(int fd, int64_t userTimeoutMs, int bufBytes) {
+Status setCongestion(int fd, const std::string& name) {
+  if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), name.size()) == 0)
+    return Status::ok();
+  const int err = errno;
+  return invalidArgument(
+      "COLLIE_SOCKET_CC=" + name + ": " +
+      (err == ENOENT  ? std::string("not a congestion control this kernel has loaded")
+       : err == EPERM ? std::string("not one this process may choose (see "
+                                    "net.ipv4.tcp_allowed_congestion_control)")
+                      : std::string(strerror(err))) +
+      "; the available ones are in /proc/sys/net/ipv4/tcp_available_congestion_control");
+}
+
+void tuneSocket(int fd, int64_t userTimeoutMs, int bufBytes, const std::string& congestion) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
@@ -209,13 +225,16 @@ void tuneSocket(int fd, int64_t userTimeoutMs, int bufBytes) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
   if (userTimeoutMs > 0) {
     // Without it a link set down is only silence: unacknowledged data is retried for ~15 min.
-    unsigned int ut = userTimeoutMs > 0x7fffffff ? 0x7fffffff : static_cast<unsigned>(userTimeoutMs);
+    unsigned int ut =
+        userTimeoutMs > 0x7fffffff ? 0x7fffffff : static_cast<unsigned>(userTimeoutMs);
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
   }
   if (bufBytes > 0) {
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufBytes, sizeof(bufBytes));
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufBytes, sizeof(bufBytes));
   }
+  // Checked on the listening socket when the transport starts (TcpTransport::create).
+  if (!congestion.empty()) setCongestion(fd, congestion);
 }
 
 Status writeFull(int fd, const void* buf, size_t n, const Deadline& deadline) {

@@ -38,7 +38,9 @@ StatusOr<int> connectWithRetry(const SockAddr& addr, const Deadline& deadline);
 
 Status setNonBlocking(int fd, bool on);
 // TCP_NODELAY, keepalive (idle/interval/count), TCP_USER_TIMEOUT, optional buffer sizes.
-void tuneSocket(int fd, int64_t userTimeoutMs, int bufBytes);
+void tuneSocket(int fd, int64_t userTimeoutMs, int bufBytes, const std::string& congestion = "");
+// Sets fd's TCP congestion control (TCP_CONGESTION); an error names the algorithm and why.
+Status setCongestion(int fd, const std::string& name);
 
 // Blocking-style whole-buffer I/O on a non-blocking fd, bounded by the deadline.
 Status writeFull(int fd, const void* buf, size_t n, const Deadline& deadline);

@@ -128,6 +128,7 @@ StatusOr<std::unique_ptr<TcpTransport>> TcpTransport::create(const Identity& id,
   local.setPort(0);
   t->addr_ = local;
   COLLIE_ASSIGN_OR_RETURN(t->listenFd_, listenOn(&t->addr_, 1024));
+  if (!opt.congestion.empty()) COLLIE_RETURN_IF_ERROR(setCongestion(t->listenFd_, opt.congestion));
   COLLIE_INFO(kLogNet, "tcp transport listening on %s", t->addr_.toString().c_str());
   return t;
 }
@@ -188,7 +189,7 @@ Status TcpTransport::connectAll(const std::vector<std::string>& addrs,
     if (p == me || !want[p]) continue;
     std::vector<std::unique_ptr<ByteStream>> streams;
     for (int fd : fds[p]) {
-      tuneSocket(fd, opt_.userTimeoutMs, opt_.bufBytes);
+      tuneSocket(fd, opt_.userTimeoutMs, opt_.bufBytes, opt_.congestion);
       streams.emplace_back(new TcpStream(fd));
     }
     StreamOptions so;

@@ -27,6 +27,7 @@ struct TcpOptions {
   size_t stripeBytes = 256 << 10;
   int bufBytes = 4 << 20;
   int64_t userTimeoutMs = 300000;
+  std::string congestion;  // TCP congestion control of the data sockets; "" the system's
 };
 
 class TcpTransport : public Transport {
