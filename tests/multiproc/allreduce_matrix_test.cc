@@ -4,15 +4,13 @@
 // across) and each algorithm; one launch per configuration, all cases inside it.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "collie/collie.h"
-#include "src/base/dtype.h"
+#include "tests/harness/allreduce_cases.h"
 #include "tests/harness/process_world.h"
-#include "tests/harness/reference.h"
 
 namespace collie {
 namespace testing {
@@ -24,39 +22,8 @@ void runMatrix(int rank, int n, Reporter& rep) {
     rep.fail(std::string("init: ") + collieGetLastError(nullptr));
     return;
   }
-  const size_t counts[] = {0, 1, 7, static_cast<size_t>(n - 1), (1u << 20) + 3};
-  size_t maxBytes = ((1u << 20) + 3) * 8;
-  std::vector<char> in(maxBytes + 64), out(maxBytes + 64);
-  int cases = 0;
-  for (size_t count : counts) {
-    for (int t = 0; t < collieNumTypes; ++t) {
-      for (int o = 0; o < collieNumOps; ++o) {
-        for (int inPlace = 0; inPlace < 2; ++inPlace) {
-          auto dt = static_cast<collieDataType_t>(t);
-          auto op = static_cast<collieRedOp_t>(o);
-          // Offsets keep the buffers unaligned for some cases.
-          char* send = in.data() + (count % 3);
-          char* recv = inPlace ? send : out.data() + (count % 5);
-          fillInput(send, dt, op, rank, count, n);
-          if (!inPlace) memset(recv, 0x5a, count * dtypeSize(dt));
-          collieResult_t res = collieAllReduce(send, recv, count, dt, op, comm, nullptr);
-          std::string what = "n=" + std::to_string(n) + " count=" + std::to_string(count) + " " +
-                             dtypeName(dt) + " " + redOpName(op) +
-                             (inPlace ? " in-place" : " out-of-place");
-          ++cases;
-          if (res != collieSuccess) {
-            rep.fail(what + ": " + collieGetErrorString(res) + ": " + collieGetLastError(comm));
-            collieCommAbort(comm);
-            return;
-          }
-          std::string bad;
-          size_t wrong = countWrong(recv, dt, op, count, n, &bad);
-          if (wrong) rep.fail(what + ": " + std::to_string(wrong) + " wrong, first " + bad);
-        }
-      }
-    }
-  }
-  rep.note("cases " + std::to_string(cases));
+  const std::vector<size_t> counts = {0, 1, 7, static_cast<size_t>(n - 1), (1u << 20) + 3};
+  if (!runAllReduceCases(comm, rank, n, counts, CaseTypes::kAll, rep)) return;
   if (collieCommDestroy(comm) != collieSuccess) rep.fail("destroy failed");
 }
 

@@ -16,10 +16,9 @@
 #include <vector>
 
 #include "collie/collie.h"
-#include "src/base/dtype.h"
 #include "src/base/log.h"
+#include "tests/harness/allreduce_cases.h"
 #include "tests/harness/process_world.h"
-#include "tests/harness/reference.h"
 
 namespace collie {
 namespace testing {
@@ -48,36 +47,9 @@ void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts,
     rep.fail(std::string("init: ") + collieGetLastError(nullptr));
     return;
   }
-  size_t maxBytes = 0;
-  for (size_t c : counts) maxBytes = std::max(maxBytes, c * 8);
-  std::vector<char> in(maxBytes + 64), out(maxBytes + 64);
-  int cases = 0;
-  for (size_t count : counts)
-    for (int t = 0; t < collieNumTypes; ++t)
-      for (int o = 0; o < collieNumOps; ++o)
-        for (int inPlace = 0; inPlace < 2; ++inPlace) {
-          auto dt = static_cast<collieDataType_t>(t);
-          auto op = static_cast<collieRedOp_t>(o);
-          if (!allTypes && (dt != collieFloat32 || op != collieSum)) continue;
-          char* send = in.data() + (count % 3);
-          char* recv = inPlace ? send : out.data() + (count % 5);
-          fillInput(send, dt, op, rank, count, n);
-          if (!inPlace) memset(recv, 0x5a, count * dtypeSize(dt));
-          std::string what = "n=" + std::to_string(n) + " count=" + std::to_string(count) + " " +
-                             dtypeName(dt) + " " + redOpName(op) +
-                             (inPlace ? " in-place" : " out-of-place");
-          ++cases;
-          collieResult_t res = collieAllReduce(send, recv, count, dt, op, comm, nullptr);
-          if (res != collieSuccess) {
-            rep.fail(what + ": " + collieGetErrorString(res) + ": " + collieGetLastError(comm));
-            collieCommAbort(comm);
-            return;
-          }
-          std::string bad;
-          size_t wrong = countWrong(recv, dt, op, count, n, &bad);
-          if (wrong) rep.fail(what + ": " + std::to_string(wrong) + " wrong, first " + bad);
-        }
-  rep.note("cases " + std::to_string(cases));
+  if (!runAllReduceCases(comm, rank, n, counts,
+                         allTypes ? CaseTypes::kAll : CaseTypes::kFloat32SumOnly, rep))
+    return;
   if (collieCommDestroy(comm) != collieSuccess) rep.fail("destroy failed");
 }
 

@@ -1,0 +1,23 @@
+// One rank's share of an AllReduce matrix: every count x dtype x op x placement (or f32 sum
+// only) on an initialised communicator, each result checked against the reference. Failures go
+// to the Reporter, named by case; the count of cases run goes to it as the note "cases N".
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "collie/collie.h"
+#include "tests/harness/process_world.h"
+
+namespace collie {
+namespace testing {
+
+enum class CaseTypes { kAll, kFloat32SumOnly };
+
+// Returns false after a call that failed; the communicator is then aborted, and the caller
+// must not use it again. On success the communicator is still the caller's to destroy.
+bool runAllReduceCases(collieComm_t comm, int rank, int nranks, const std::vector<size_t>& counts,
+                       CaseTypes types, Reporter& rep);
+
+}  // namespace testing
+}  // namespace collie
