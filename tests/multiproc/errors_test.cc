@@ -178,7 +178,14 @@ void disagreeOnCall(int n, const char* transport, bool byRoot) {
   opt.env = {{"COLLIE_TIMEOUT_MS", "20000"}, {"COLLIE_TRANSPORT", transport}};
   auto out = runWorld(n, opt, [=](int rank, Reporter& rep) {
     collieComm_t c = nullptr;
-    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    if (collieCommInitFromEnv(&c) != collieSuccess) {
+      // Init ends with collective steps (over tcp, the link probe): a rank still finishing
+      // them when its peers have already failed the next call learns of that failure in init.
+      std::string msg = collieGetLastError(nullptr);
+      if (msg.find("disagree") == std::string::npos)
+        rep.fail("init failed, and not for the disagreement: " + msg);
+      return;
+    }
     std::vector<float> buf(4096 * n, 1.0f), all(4096 * n);
     collieResult_t r;
     if (byRoot)
