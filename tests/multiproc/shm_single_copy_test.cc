@@ -56,11 +56,12 @@ void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts,
 WorldOptions singleCopyEverywhere() {
   WorldOptions opt;
   opt.timeoutSec = 240;
-  // From 1 byte, also with more ranks than cores, and no one-shot path below it.
+  // From 1 byte, also with more ranks than cores, and no one-shot path below it; outputs from
+  // 4 KiB are written with streaming stores, so both ways of writing are checked.
   opt.env = {{"COLLIE_TIMEOUT_MS", "60000"},    {"COLLIE_TRANSPORT", "shm"},
              {"COLLIE_SHM_CMA", "on"},          {"COLLIE_SHM_CMA_BYTES", "1"},
-             {"COLLIE_SHM_ONESHOT_BYTES", "0"}, {"COLLIE_DEBUG", "INFO"},
-             {"COLLIE_DEBUG_SUBSYS", "COLL"}};
+             {"COLLIE_SHM_ONESHOT_BYTES", "0"}, {"COLLIE_SHM_STREAM_BYTES", "4096"},
+             {"COLLIE_DEBUG", "INFO"},          {"COLLIE_DEBUG_SUBSYS", "COLL"}};
   return opt;
 }
 
@@ -72,7 +73,10 @@ class ShmSingleCopy : public ::testing::TestWithParam<int> {};
 
 TEST_P(ShmSingleCopy, EveryDtypeOpCountPlacementMatchesReference) {
   const int n = GetParam();
-  const std::vector<size_t> counts = {1, 7, static_cast<size_t>(n - 1), 1000, (1u << 18) + 3};
+  // n * 65536 + 1: 4-byte types make block 0 one element longer than a whole number of 256 KiB
+  // chunks, so it takes one chunk step more than the other blocks.
+  const std::vector<size_t> counts = {
+      1, 7, static_cast<size_t>(n - 1), 1000, (1u << 18) + 3, static_cast<size_t>(n) * 65536 + 1};
   auto out = runWorld(n, singleCopyEverywhere(),
                       [&](int rank, Reporter& rep) { runCases(rank, n, rep, counts, true); });
   expectAllPassed(out);
