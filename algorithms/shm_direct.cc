@@ -302,69 +302,44 @@ Status ShmDirectAllReduce::singleCopy(const CollArgs& a, AlgoContext& ctx) {
   const int n = ctx.nranks, r = ctx.rank;
   const size_t esz = dtypeSize(a.dtype);
   const collieRedOp_t op = a.op == collieAvg ? collieSum : a.op;
-  const uint64_t d = events_++;
-  SlotFlags* mine = flags(r, d);
+  const uint64_t e = events_++;
+  SlotFlags* mine = flags(r, e);
   mine->pid = static_cast<int32_t>(getpid());
   mine->sendAddr = reinterpret_cast<uintptr_t>(a.send);
   mine->recvAddr = reinterpret_cast<uintptr_t>(a.recv);
-  publishStaged(a, ctx, d, kSingle);
-  COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, d, true));
-  // Block r is this rank's alone: chunk by chunk it reads the peers' inputs there (one kernel
-  // copy each), reduces them with its own input into its staging slot, which stays in cache,
-  // and copies the result into its output. After one flag round every rank copies the peers'
-  // reduced chunks out of their slots into its own output. Each output is written only by its
-  // owner, so a large one can be written with streaming stores: nothing reads an output line
-  // before writing it, as the kernel's copy into a peer's cold output would.
-  //
-  // Slot reuse: a rank refills a slot for event e + 2 after it saw every peer publish e + 1,
-  // which a peer does after copying out of every slot of e. A peer's input is read before this
-  // rank publishes the chunk, and the peer returns only after it saw the last chunk, so the
-  // input stays untouched while read; in place, the peer writes a block of its output only
-  // after this rank read that chunk of it and published.
-  const size_t room = slotBytes_ - sizeof(SlotFlags);
-  const size_t step = std::max<size_t>(1, std::min(kSingleCopyChunk, room) / esz);
-  if (n > 2 && peerChunk_.size() < step * esz) peerChunk_.resize(step * esz);
+  publishStaged(a, ctx, e, kSingle);
+  COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, true));
+  // Block r is this rank's alone: only it reads the peers' inputs there and writes their
+  // outputs there, chunk by chunk, each chunk read before it is written (so in place is safe).
+  // Chunks stay in cache between the reads, the reduction and the writes.
+  const size_t step = std::max<size_t>(1, kSingleCopyChunk / esz);
+  if (peerChunk_.size() < step * esz) peerChunk_.resize(step * esz);
+  char* tmp = peerChunk_.data();
+  const size_t bo = ring::blockOffset(a.count, n, r), bc = ring::blockCount(a.count, n, r);
   const char* in = static_cast<const char*>(a.send);
   char* out = static_cast<char*>(a.recv);
-  const bool streamOut = a.send != a.recv && a.count * esz >= streamBytes_;
-  auto copyOut = [streamOut](char* dst, const char* src, size_t len) {
-    if (streamOut)
-      copyStreaming(dst, src, len);
-    else
-      memcpy(dst, src, len);
-  };
-  // Block 0 is the largest: every rank takes as many chunk steps as it needs.
-  const size_t steps = (ring::blockCount(a.count, n, 0) + step - 1) / step;
-  const size_t bo = ring::blockOffset(a.count, n, r), bc = ring::blockCount(a.count, n, r);
-  for (size_t c = 0; c < steps; ++c) {
-    const uint64_t e = events_++;
-    const size_t off = c * step, ce = off < bc ? std::min(step, bc - off) : 0;
-    if (ce > 0) {
-      const size_t at = (bo + off) * esz, len = ce * esz;
-      char* acc = data(r, e);
-      bool first = true;
-      for (int j = 0; j < n; ++j) {
-        if (j == r) continue;
-        const SlotFlags* f = flags(j, d);
-        char* dst = first ? acc : peerChunk_.data();
-        COLLIE_RETURN_IF_ERROR(cmaRead(f->pid, reinterpret_cast<const char*>(f->sendAddr) + at, dst,
-                                       len, j, ctx.opName));
-        reduce(acc, acc, first ? in + at : dst, ce, a.dtype, op);
-        first = false;
-      }
-      if (a.op == collieAvg) scaleForAvg(acc, ce, a.dtype, n);
-      copyOut(out + at, acc, len);
-    }
-    publishStaged(a, ctx, e, kSingle);
-    COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, true));
+  for (size_t off = bo; off < bo + bc; off += step) {
+    const size_t ce = std::min(step, bo + bc - off), at = off * esz, len = ce * esz;
+    const char* acc = in + at;
     for (int j = 0; j < n; ++j) {
-      const size_t jc = ring::blockCount(a.count, n, j);
-      if (j == r || off >= jc) continue;
-      const size_t jat = (ring::blockOffset(a.count, n, j) + off) * esz;
-      copyOut(out + jat, data(j, e), std::min(step, jc - off) * esz);
+      if (j == r) continue;
+      const SlotFlags* f = flags(j, e);
+      COLLIE_RETURN_IF_ERROR(cmaRead(f->pid, reinterpret_cast<const char*>(f->sendAddr) + at, tmp,
+                                     len, j, ctx.opName));
+      reduce(out + at, acc, tmp, ce, a.dtype, op);
+      acc = out + at;
+    }
+    if (a.op == collieAvg) scaleForAvg(out + at, ce, a.dtype, n);
+    for (int j = 0; j < n; ++j) {
+      if (j == r) continue;
+      const SlotFlags* f = flags(j, e);
+      COLLIE_RETURN_IF_ERROR(cmaWrite(f->pid, reinterpret_cast<char*>(f->recvAddr) + at, out + at,
+                                      len, j, ctx.opName));
     }
   }
-  return Status::ok();
+  // Done with the peers' buffers; return once they are done with this rank's.
+  mine->reduced.store(e + 1, std::memory_order_release);
+  return waitAll(a, ctx, e, false);
 }
 
 Status ShmDirectAllReduce::reduceScatter(const CollArgs& a, AlgoContext& ctx) {

@@ -11,7 +11,7 @@ namespace collie {
 namespace testing {
 
 bool runAllReduceCases(collieComm_t comm, int rank, int nranks, const std::vector<size_t>& counts,
-                       CaseTypes types, Reporter& rep) {
+                       CaseTypes types, Reporter& rep, CasePlacement placement) {
   size_t maxBytes = 0;
   for (size_t c : counts) maxBytes = std::max(maxBytes, c * 8);
   std::vector<char> in(maxBytes + 64), out(maxBytes + 64);
@@ -19,7 +19,8 @@ bool runAllReduceCases(collieComm_t comm, int rank, int nranks, const std::vecto
   for (size_t count : counts) {
     for (int t = 0; t < collieNumTypes; ++t) {
       for (int o = 0; o < collieNumOps; ++o) {
-        for (int inPlace = 0; inPlace < 2; ++inPlace) {
+        for (int p = 0; p < 2; ++p) {
+          const bool inPlace = (p ^ (placement == CasePlacement::kMixed ? rank & 1 : 0)) != 0;
           auto dt = static_cast<collieDataType_t>(t);
           auto op = static_cast<collieRedOp_t>(o);
           if (types == CaseTypes::kFloat32SumOnly && (dt != collieFloat32 || op != collieSum))

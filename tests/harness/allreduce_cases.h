@@ -13,11 +13,14 @@ namespace collie {
 namespace testing {
 
 enum class CaseTypes { kAll, kFloat32SumOnly };
+// kMixed: odd ranks take the other placement than even ranks in every case, as a caller may.
+enum class CasePlacement { kSame, kMixed };
 
 // Returns false after a call that failed; the communicator is then aborted, and the caller
 // must not use it again. On success the communicator is still the caller's to destroy.
 bool runAllReduceCases(collieComm_t comm, int rank, int nranks, const std::vector<size_t>& counts,
-                       CaseTypes types, Reporter& rep);
+                       CaseTypes types, Reporter& rep,
+                       CasePlacement placement = CasePlacement::kSame);
 
 }  // namespace testing
 }  // namespace collie

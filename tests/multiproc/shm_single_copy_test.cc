@@ -38,7 +38,8 @@ bool denyCrossMemoryAttach() {
          prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
 }
 
-void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts, bool allTypes) {
+void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts, bool allTypes,
+              CasePlacement placement = CasePlacement::kSame) {
   // The INFO line tells which path the vote chose. The level is read from the environment once
   // per process, and this one is forked from a test process that may have read it already.
   gLogLevel.store(static_cast<int>(LogLevel::kInfo));
@@ -48,7 +49,7 @@ void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts,
     return;
   }
   if (!runAllReduceCases(comm, rank, n, counts,
-                         allTypes ? CaseTypes::kAll : CaseTypes::kFloat32SumOnly, rep))
+                         allTypes ? CaseTypes::kAll : CaseTypes::kFloat32SumOnly, rep, placement))
     return;
   if (collieCommDestroy(comm) != collieSuccess) rep.fail("destroy failed");
 }
@@ -56,12 +57,11 @@ void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts,
 WorldOptions singleCopyEverywhere() {
   WorldOptions opt;
   opt.timeoutSec = 240;
-  // From 1 byte, also with more ranks than cores, and no one-shot path below it; outputs from
-  // 4 KiB are written with streaming stores, so both ways of writing are checked.
+  // From 1 byte, also with more ranks than cores, and no one-shot path below it.
   opt.env = {{"COLLIE_TIMEOUT_MS", "60000"},    {"COLLIE_TRANSPORT", "shm"},
              {"COLLIE_SHM_CMA", "on"},          {"COLLIE_SHM_CMA_BYTES", "1"},
-             {"COLLIE_SHM_ONESHOT_BYTES", "0"}, {"COLLIE_SHM_STREAM_BYTES", "4096"},
-             {"COLLIE_DEBUG", "INFO"},          {"COLLIE_DEBUG_SUBSYS", "COLL"}};
+             {"COLLIE_SHM_ONESHOT_BYTES", "0"}, {"COLLIE_DEBUG", "INFO"},
+             {"COLLIE_DEBUG_SUBSYS", "COLL"}};
   return opt;
 }
 
@@ -73,8 +73,8 @@ class ShmSingleCopy : public ::testing::TestWithParam<int> {};
 
 TEST_P(ShmSingleCopy, EveryDtypeOpCountPlacementMatchesReference) {
   const int n = GetParam();
-  // n * 65536 + 1: 4-byte types make block 0 one element longer than a whole number of 256 KiB
-  // chunks, so it takes one chunk step more than the other blocks.
+  // n * 65536 + 1: with 4-byte types block 0 is one element longer than a whole number of
+  // 256 KiB chunks, the others are whole.
   const std::vector<size_t> counts = {
       1, 7, static_cast<size_t>(n - 1), 1000, (1u << 18) + 3, static_cast<size_t>(n) * 65536 + 1};
   auto out = runWorld(n, singleCopyEverywhere(),
@@ -86,6 +86,18 @@ TEST_P(ShmSingleCopy, EveryDtypeOpCountPlacementMatchesReference) {
   ASSERT_EQ(out[0].notes.size(), 1u);
   EXPECT_EQ(out[0].notes[0],
             "cases " + std::to_string(counts.size() * collieNumTypes * collieNumOps * 2));
+}
+
+// Ranks in place beside ranks out of place: each rank reads the peers' inputs and writes their
+// outputs wherever each peer put them.
+TEST_P(ShmSingleCopy, RanksInPlaceBesideRanksOutOfPlace) {
+  const int n = GetParam();
+  const std::vector<size_t> counts = {7, 1000, static_cast<size_t>(n) * 65536 + 1};
+  auto out = runWorld(n, singleCopyEverywhere(), [&](int rank, Reporter& rep) {
+    runCases(rank, n, rep, counts, true, CasePlacement::kMixed);
+  });
+  expectAllPassed(out);
+  ASSERT_EQ(static_cast<int>(out.size()), n);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmSingleCopy, ::testing::Values(2, 3, 5),
