@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -56,7 +58,7 @@ struct alignas(kLine) SlotFlags {
   int32_t pid;                                   // single copy: the owner's process,
   uint64_t sendAddr, recvAddr;                   // and its buffers in its address space
   alignas(kLine) std::atomic<uint64_t> reduced;  // event number, after the owner's slice
-  uint32_t singleCopyOk;                         // the owner's vote on single copy
+  uint32_t singleCopyOk;  // the owner's vote on single copy: 0 cannot reach, 1 yes, 2 too slow
 };
 static_assert(sizeof(SlotFlags) == 2 * kLine, "two lines");
 
@@ -127,8 +129,9 @@ class ShmDirectAllReduce : public Algorithm {
   // Large AllReduce without staging: each rank reduces its 1/n block straight out of the
   // peers' inputs and writes it into their outputs (cross-memory attach, shm_cma.h).
   Status singleCopy(const CollArgs& a, AlgoContext& ctx);
-  // At the first call that could take it: every rank checks it may reach every peer's memory,
-  // and all vote through the slot flags, so that all ranks take single copy or none does.
+  // At the first call that could take it: every rank checks it may reach every peer's memory
+  // (and, in auto mode, that the kernel's copy is fast enough), and all vote through the slot
+  // flags, so that all ranks take single copy or none does.
   Status voteSingleCopy(const CollArgs& a, AlgoContext& ctx);
   Status reduceScatter(const CollArgs& a, AlgoContext& ctx);
   Status allGather(const CollArgs& a, AlgoContext& ctx);
@@ -288,13 +291,48 @@ Status ShmDirectAllReduce::voteSingleCopy(const CollArgs& a, AlgoContext& ctx) {
     ok = cmaProbe(f->pid, reinterpret_cast<const void*>(f->sendAddr), f,
                   offsetof(SlotFlags, pid) + 12);
   }
-  mine->singleCopyOk = ok ? 1 : 0;
+  // auto: single copy saves a rank one of its two staging copies, so it pays only where the
+  // kernel's cross-process copy (a system call and a page pin per page) runs at least half as
+  // fast as memcpy. Measured here on one chunk of the next peer's staging, read both ways.
+  std::string speed;
+  bool fast = true;
+  if (ok && singleCopyMode_ == "auto") {
+    const int j = (ctx.rank + 1) % ctx.nranks;
+    const SlotFlags* f = flags(j, e);
+    const size_t len = std::min(kSingleCopyChunk, slotBytes_ - sizeof(SlotFlags));
+    if (peerChunk_.size() < len) peerChunk_.resize(len);
+    const char* remote = reinterpret_cast<const char*>(f->sendAddr) + sizeof(SlotFlags);
+    uint64_t cmaNs = UINT64_MAX, copyNs = UINT64_MAX;
+    for (int rep = 0; rep < 4 && ok; ++rep) {
+      uint64_t t0 = nowNs();
+      ok = cmaRead(f->pid, remote, peerChunk_.data(), len, j, ctx.opName).isOk();
+      uint64_t t1 = nowNs();
+      memcpy(peerChunk_.data(), data(j, e), len);
+      uint64_t t2 = nowNs();
+      cmaNs = std::min(cmaNs, t1 - t0);
+      copyNs = std::min(copyNs, t2 - t1);
+    }
+    fast = cmaNs <= 2 * copyNs;
+    char buf[160];
+    snprintf(buf, sizeof(buf), " (rank %d: cross-process copy %.1f GB/s, memcpy %.1f GB/s)",
+             ctx.rank, static_cast<double>(len) / static_cast<double>(std::max<uint64_t>(cmaNs, 1)),
+             static_cast<double>(len) / static_cast<double>(std::max<uint64_t>(copyNs, 1)));
+    speed = buf;
+  }
+  mine->singleCopyOk = !ok ? 0 : fast ? 1 : 2;
   mine->reduced.store(e + 1, std::memory_order_release);
   COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, false));
-  for (int j = 0; j < ctx.nranks; ++j) ok = ok && flags(j, e)->singleCopyOk == 1;
-  singleCopy_ = ok ? SingleCopy::kOn : SingleCopy::kOff;
-  COLLIE_INFO(kLogColl, "shm_direct: single-copy AllReduce from %zu bytes %s", singleCopyBytes_,
-              ok ? "on" : "off (a rank cannot reach a peer's memory)");
+  bool reach = true, quick = true;
+  for (int j = 0; j < ctx.nranks; ++j) {
+    reach = reach && flags(j, e)->singleCopyOk != 0;
+    quick = quick && flags(j, e)->singleCopyOk == 1;
+  }
+  singleCopy_ = reach && quick ? SingleCopy::kOn : SingleCopy::kOff;
+  COLLIE_INFO(kLogColl, "shm_direct: single-copy AllReduce from %zu bytes %s%s", singleCopyBytes_,
+              !reach  ? "off (a rank cannot reach a peer's memory)"
+              : quick ? "on"
+                      : "off (a rank's cross-process copy is under half as fast as memcpy)",
+              speed.c_str());
   return Status::ok();
 }
 

@@ -46,7 +46,8 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_SHM_ONESHOT_BYTES", "32K", "largest AllReduce shm_direct does in one shot, bytes"},
       {"COLLIE_SHM_CMA", "auto",
        "shm_direct AllReduce reads and writes the peers' buffers in place (cross-memory attach) "
-       "where every rank may: auto (not with more ranks than cores), on or off"},
+       "where every rank may: auto (not with more ranks than cores, nor where the kernel's copy "
+       "runs under half as fast as memcpy), on or off"},
       {"COLLIE_SHM_CMA_BYTES", "64K", "smallest AllReduce COLLIE_SHM_CMA applies to, bytes"},
       {"COLLIE_BACKEND", "collie",
        "collie, or nccl: device-buffer collectives go to an NCCL communicator (builds with NCCL)"},

@@ -8,6 +8,7 @@
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -119,6 +120,32 @@ TEST(ShmSingleCopyVote, OneRankThatCannotReachItsPeersMakesEveryRankStage) {
   ASSERT_EQ(static_cast<int>(out.size()), n);
   for (const RankOutcome& o : out)
     EXPECT_TRUE(said(o, "single-copy AllReduce from 1 bytes off")) << o.output;
+}
+
+// auto: every rank times the kernel's cross-process copy against memcpy and votes; all take
+// the same path, whichever this machine makes it, and the results are right.
+TEST(ShmSingleCopyVote, AutoTimesTheKernelCopyAndEveryRankTakesTheSamePath) {
+  const int n = 2;
+  if (sysconf(_SC_NPROCESSORS_ONLN) < n)
+    GTEST_SKIP() << "auto never takes single copy with more ranks than cores";
+  WorldOptions opt = singleCopyEverywhere();
+  for (auto& kv : opt.env)
+    if (kv.first == "COLLIE_SHM_CMA") kv.second = "auto";
+  const std::vector<size_t> counts = {1000, (1u << 18) + 3};
+  auto out = runWorld(n, opt, [&](int rank, Reporter& rep) {
+    runCases(rank, n, rep, counts, false, CasePlacement::kMixed);
+  });
+  expectAllPassed(out);
+  ASSERT_EQ(static_cast<int>(out.size()), n);
+  const bool on = said(out[0], "single-copy AllReduce from 1 bytes on");
+  for (int r = 0; r < n; ++r) {
+    const RankOutcome& o = out[r];
+    EXPECT_TRUE(said(o, on ? "single-copy AllReduce from 1 bytes on"
+                           : "single-copy AllReduce from 1 bytes off (a rank's cross-process copy"))
+        << o.output;
+    const std::string figures = "(rank " + std::to_string(r) + ": cross-process copy ";
+    EXPECT_TRUE(said(o, figures.c_str())) << o.output;
+  }
 }
 
 TEST(ShmSingleCopyVote, AnUnknownModeIsAnInvalidArgument) {
