@@ -47,6 +47,8 @@ constexpr size_t kLine = 64;
 // What a slot's event is for; ranks must agree on it as on the count.
 enum Path : uint8_t { kStaged = 0, kVote = 1, kSingle = 2 };
 constexpr size_t kSingleCopyChunk = 256 << 10;  // read, reduced and written while in L2
+// A rank's vote on single copy.
+enum Vote : uint32_t { kCannotReach = 0, kYes = 1, kTooSlow = 2 };
 
 // The head of each slot: two cache lines, written only by the slot's owner.
 struct alignas(kLine) SlotFlags {
@@ -58,7 +60,7 @@ struct alignas(kLine) SlotFlags {
   int32_t pid;                                   // single copy: the owner's process,
   uint64_t sendAddr, recvAddr;                   // and its buffers in its address space
   alignas(kLine) std::atomic<uint64_t> reduced;  // event number, after the owner's slice
-  uint32_t singleCopyOk;  // the owner's vote on single copy: 0 cannot reach, 1 yes, 2 too slow
+  uint32_t singleCopyOk;                         // the owner's vote on single copy: a Vote
 };
 static_assert(sizeof(SlotFlags) == 2 * kLine, "two lines");
 
@@ -133,6 +135,9 @@ class ShmDirectAllReduce : public Algorithm {
   // (and, in auto mode, that the kernel's copy is fast enough), and all vote through the slot
   // flags, so that all ranks take single copy or none does.
   Status voteSingleCopy(const CollArgs& a, AlgoContext& ctx);
+  // auto mode's half of the vote: kYes where the kernel's copy from a peer is fast enough,
+  // kTooSlow where not, kCannotReach where it fails; the figures go to *figures for the log.
+  Vote timeKernelCopy(const AlgoContext& ctx, uint64_t event, std::string* figures);
   Status reduceScatter(const CollArgs& a, AlgoContext& ctx);
   Status allGather(const CollArgs& a, AlgoContext& ctx);
   Status rooted(const CollArgs& a, AlgoContext& ctx);  // Broadcast and Reduce
@@ -291,49 +296,53 @@ Status ShmDirectAllReduce::voteSingleCopy(const CollArgs& a, AlgoContext& ctx) {
     ok = cmaProbe(f->pid, reinterpret_cast<const void*>(f->sendAddr), f,
                   offsetof(SlotFlags, pid) + 12);
   }
-  // auto: single copy saves a rank one of its two staging copies, so it pays only where the
-  // kernel's cross-process copy (a system call and a page pin per page) runs at least half as
-  // fast as memcpy. Measured here on one chunk of the next peer's staging, read both ways.
-  std::string speed;
-  bool fast = true;
-  if (ok && singleCopyMode_ == "auto") {
-    const int j = (ctx.rank + 1) % ctx.nranks;
-    const SlotFlags* f = flags(j, e);
-    const size_t len = std::min(kSingleCopyChunk, slotBytes_ - sizeof(SlotFlags));
-    if (peerChunk_.size() < len) peerChunk_.resize(len);
-    const char* remote = reinterpret_cast<const char*>(f->sendAddr) + sizeof(SlotFlags);
-    uint64_t cmaNs = UINT64_MAX, copyNs = UINT64_MAX;
-    for (int rep = 0; rep < 4 && ok; ++rep) {
-      uint64_t t0 = nowNs();
-      ok = cmaRead(f->pid, remote, peerChunk_.data(), len, j, ctx.opName).isOk();
-      uint64_t t1 = nowNs();
-      memcpy(peerChunk_.data(), data(j, e), len);
-      uint64_t t2 = nowNs();
-      cmaNs = std::min(cmaNs, t1 - t0);
-      copyNs = std::min(copyNs, t2 - t1);
-    }
-    fast = cmaNs <= 2 * copyNs;
-    char buf[160];
-    snprintf(buf, sizeof(buf), " (rank %d: cross-process copy %.1f GB/s, memcpy %.1f GB/s)",
-             ctx.rank, static_cast<double>(len) / static_cast<double>(std::max<uint64_t>(cmaNs, 1)),
-             static_cast<double>(len) / static_cast<double>(std::max<uint64_t>(copyNs, 1)));
-    speed = buf;
-  }
-  mine->singleCopyOk = !ok ? 0 : fast ? 1 : 2;
+  std::string figures;
+  mine->singleCopyOk = !ok                         ? kCannotReach
+                       : singleCopyMode_ == "auto" ? timeKernelCopy(ctx, e, &figures)
+                                                   : kYes;
   mine->reduced.store(e + 1, std::memory_order_release);
   COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, false));
   bool reach = true, quick = true;
   for (int j = 0; j < ctx.nranks; ++j) {
-    reach = reach && flags(j, e)->singleCopyOk != 0;
-    quick = quick && flags(j, e)->singleCopyOk == 1;
+    reach = reach && flags(j, e)->singleCopyOk != kCannotReach;
+    quick = quick && flags(j, e)->singleCopyOk == kYes;
   }
   singleCopy_ = reach && quick ? SingleCopy::kOn : SingleCopy::kOff;
   COLLIE_INFO(kLogColl, "shm_direct: single-copy AllReduce from %zu bytes %s%s", singleCopyBytes_,
               !reach  ? "off (a rank cannot reach a peer's memory)"
               : quick ? "on"
                       : "off (a rank's cross-process copy is under half as fast as memcpy)",
-              speed.c_str());
+              figures.c_str());
   return Status::ok();
+}
+
+Vote ShmDirectAllReduce::timeKernelCopy(const AlgoContext& ctx, uint64_t e, std::string* figures) {
+  // Single copy saves a rank one of its two staging copies, so it pays only where the kernel's
+  // cross-process copy (a system call and a page pin per page) runs at least half as fast as
+  // memcpy. Timed on one chunk of the next peer's staging, read both ways, best of four.
+  const int j = (ctx.rank + 1) % ctx.nranks;
+  const SlotFlags* f = flags(j, e);
+  const size_t len = std::min(kSingleCopyChunk, slotBytes_ - sizeof(SlotFlags));
+  if (peerChunk_.size() < len) peerChunk_.resize(len);
+  const char* remote = reinterpret_cast<const char*>(f->sendAddr) + sizeof(SlotFlags);
+  uint64_t cmaNs = UINT64_MAX, copyNs = UINT64_MAX;
+  for (int rep = 0; rep < 4; ++rep) {
+    const uint64_t t0 = nowNs();
+    if (!cmaRead(f->pid, remote, peerChunk_.data(), len, j, ctx.opName).isOk()) return kCannotReach;
+    const uint64_t t1 = nowNs();
+    memcpy(peerChunk_.data(), data(j, e), len);
+    const uint64_t t2 = nowNs();
+    cmaNs = std::min(cmaNs, t1 - t0);
+    copyNs = std::min(copyNs, t2 - t1);
+  }
+  auto gbps = [len](uint64_t ns) {
+    return static_cast<double>(len) / static_cast<double>(std::max<uint64_t>(ns, 1));
+  };
+  char buf[128];
+  snprintf(buf, sizeof(buf), " (rank %d: cross-process copy %.1f GB/s, memcpy %.1f GB/s)", ctx.rank,
+           gbps(cmaNs), gbps(copyNs));
+  *figures = buf;
+  return cmaNs <= 2 * copyNs ? kYes : kTooSlow;
 }
 
 Status ShmDirectAllReduce::singleCopy(const CollArgs& a, AlgoContext& ctx) {
