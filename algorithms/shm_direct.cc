@@ -17,9 +17,13 @@
 // cache line the owner writes after filling the slot (an event number plus the op's count,
 // dtype and op, so ranks that disagree get an error rather than a wrong answer) and one it
 // writes after reducing its slice. Event numbers count slots used since the communicator began,
-// the same on every rank. Why two slots are enough: a rank refills slot s for event e+2 only
-// after it saw every peer's event e+1, which a peer publishes only after it finished reading
-// everyone's slot s for event e.
+// the same on every rank, and event e uses slot e mod 3. The paths with one flag wait per chunk
+// would need only two slots: a rank refills a slot for event e+2 only after it saw every peer's
+// event e+1, which a peer publishes only after it finished reading everyone's slot for event e.
+// The chunked AllReduce needs the third: it stages chunk e+1 before it waits for the peers'
+// reduced slices of chunk e (so the peers can start reducing e+1 while it copies e out), and
+// the slot of e+1 was last used by e-2, which every peer finished reading before it published
+// its reduced slice of e-1.
 #include <sched.h>
 #include <unistd.h>
 
@@ -44,6 +48,7 @@ namespace {
 
 constexpr uint8_t kShmDirectId = 2;
 constexpr size_t kLine = 64;
+constexpr size_t kSlots = 3;  // staging slots per rank (see above)
 // What a slot's event is for; ranks must agree on it as on the count.
 enum Path : uint8_t { kStaged = 0, kVote = 1, kSingle = 2 };
 constexpr size_t kSingleCopyChunk = 256 << 10;  // read, reduced and written while in L2
@@ -81,11 +86,12 @@ class ShmDirectAllReduce : public Algorithm {
     for (int p = 0; p < ctx.nranks; ++p) {
       if (p == ctx.rank) continue;
       Connection* c = ctx.conns[p];
-      if (c == nullptr || c->peerBuffer() == nullptr || c->peerBufferBytes() < 2 * 4096)
+      if (c == nullptr || c->peerBuffer() == nullptr || c->peerBufferBytes() < kSlots * 4096)
         return false;
       // ReduceScatter splits a slot into one region per block.
       if (a.coll == Collective::kReduceScatter &&
-          (c->peerBufferBytes() / 2 - sizeof(SlotFlags)) / static_cast<size_t>(ctx.nranks) < kLine)
+          (c->peerBufferBytes() / kSlots - sizeof(SlotFlags)) / static_cast<size_t>(ctx.nranks) <
+              kLine)
         return false;
     }
     return true;
@@ -120,7 +126,7 @@ class ShmDirectAllReduce : public Algorithm {
   // Slot k of rank j's staging: flags, then data.
   SlotFlags* flags(int j, uint64_t event) { return reinterpret_cast<SlotFlags*>(slot(j, event)); }
   char* data(int j, uint64_t event) { return slot(j, event) + sizeof(SlotFlags); }
-  char* slot(int j, uint64_t event) { return bufs_[j] + (event & 1) * slotBytes_; }
+  char* slot(int j, uint64_t event) { return bufs_[j] + (event % kSlots) * slotBytes_; }
   void publishStaged(const CollArgs& a, const AlgoContext& ctx, uint64_t event,
                      Path path = kStaged);
   // Waits until every peer's flag (staged or reduced) reaches event.
@@ -250,17 +256,24 @@ Status ShmDirectAllReduce::chunked(const CollArgs& a, AlgoContext& ctx) {
   const size_t esz = dtypeSize(a.dtype);
   const size_t room = slotBytes_ - sizeof(SlotFlags);
   const size_t chunkElems = std::max<size_t>(1, std::min(chunkBytes_, room) / esz);
+  const size_t nchunks = (a.count + chunkElems - 1) / chunkElems;
   const collieRedOp_t op = a.op == collieAvg ? collieSum : a.op;
   const char* in = static_cast<const char*>(a.send);
   char* out = static_cast<char*>(a.recv);
   // A large output is written once and not read back soon: stream it past the caches. In
   // place, the output lines were just read for the copy-in and are in cache anyway.
   const bool streamOut = a.send != a.recv && a.count * esz >= streamBytes_;
-  for (size_t off = 0; off < a.count; off += chunkElems) {
-    const size_t ce = std::min(chunkElems, a.count - off);
-    const uint64_t e = events_++;
-    memcpy(data(r, e), in + off * esz, ce * esz);
-    publishStaged(a, ctx, e);
+  const uint64_t first = events_;
+  events_ += nchunks;
+  auto stage = [&](size_t k) {
+    const size_t off = k * chunkElems, ce = std::min(chunkElems, a.count - off);
+    memcpy(data(r, first + k), in + off * esz, ce * esz);
+    publishStaged(a, ctx, first + k);
+  };
+  stage(0);
+  for (size_t k = 0; k < nchunks; ++k) {
+    const size_t off = k * chunkElems, ce = std::min(chunkElems, a.count - off);
+    const uint64_t e = first + k;
     COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, true));
     const size_t so = ring::blockOffset(ce, n, r) * esz, sc = ring::blockCount(ce, n, r);
     char* mine = data(r, e) + so;
@@ -268,6 +281,9 @@ Status ShmDirectAllReduce::chunked(const CollArgs& a, AlgoContext& ctx) {
       if (j != r && sc > 0) reduce(mine, mine, data(j, e) + so, sc, a.dtype, op);
     if (a.op == collieAvg && sc > 0) scaleForAvg(mine, sc, a.dtype, n);
     flags(r, e)->reduced.store(e + 1, std::memory_order_release);
+    // The next chunk goes in now (in place, its input lies past this chunk's output), so the
+    // peers can reduce it while this rank waits for their slices of this one and copies out.
+    if (k + 1 < nchunks) stage(k + 1);
     COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, false));
     for (int j = 0; j < n; ++j) {
       const size_t jo = ring::blockOffset(ce, n, j) * esz, jc = ring::blockCount(ce, n, j);
@@ -489,7 +505,7 @@ Status ShmDirectAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
     bufs_[ctx.rank] = static_cast<char*>(ctx.conns[p]->localBuffer());
     staging = ctx.conns[p]->peerBufferBytes();
   }
-  slotBytes_ = (staging / 2) & ~size_t{kLine - 1};
+  slotBytes_ = (staging / kSlots) & ~size_t{kLine - 1};
   switch (a.coll) {
     case Collective::kReduceScatter:
       return reduceScatter(a, ctx);

@@ -39,7 +39,7 @@ static const std::vector<ParamInfo>& table() {
        "listed or cannot reach)"},
       {"COLLIE_SHM_RING_BYTES", "1M", "shared-memory ring per peer and direction, bytes"},
       {"COLLIE_SHM_STAGING_BYTES", "4M",
-       "shared-memory staging buffer per rank (two slots), bytes"},
+       "shared-memory staging buffer per rank (three slots), bytes"},
       {"COLLIE_SHM_CHUNK_BYTES", "512K", "pipeline chunk of the shm_direct AllReduce, bytes"},
       {"COLLIE_SHM_STREAM_BYTES", "8M",
        "out-of-place shm_direct outputs this large are written with streaming stores"},
