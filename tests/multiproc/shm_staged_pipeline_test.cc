@@ -21,12 +21,9 @@ WorldOptions smallChunksStaged() {
   WorldOptions opt;
   opt.timeoutSec = 240;
   // No one-shot path and no single copy: every count is staged, in 4 KiB chunks.
-  opt.env = {{"COLLIE_TIMEOUT_MS", "60000"},
-             {"COLLIE_TRANSPORT", "shm"},
-             {"COLLIE_ALGO", "shm_direct"},
-             {"COLLIE_SHM_CMA", "off"},
-             {"COLLIE_SHM_ONESHOT_BYTES", "0"},
-             {"COLLIE_SHM_CHUNK_BYTES", "4K"}};
+  opt.env = {{"COLLIE_TIMEOUT_MS", "60000"},    {"COLLIE_TRANSPORT", "shm"},
+             {"COLLIE_ALGO", "shm_direct"},     {"COLLIE_SHM_CMA", "off"},
+             {"COLLIE_SHM_ONESHOT_BYTES", "0"}, {"COLLIE_SHM_CHUNK_BYTES", "4K"}};
   return opt;
 }
 
