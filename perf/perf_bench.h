@@ -82,6 +82,9 @@ class Bench {
   void syncDevice();
   collieResult_t runColl(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
                          int iter);
+  // Calls until the tuner has stopped trying algorithms for this shape (collieCommLastAlgorithm
+  // no longer says "(trial)"), so that no trial call is timed.
+  void settleTuner(size_t count, collieDataType_t dtype, collieRedOp_t op);
   double timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
   int64_t checkResults(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
   void benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);

@@ -139,7 +139,8 @@ collieResult_t collieBarrier(collieComm_t comm);
 collieResult_t collieCommSetAlgorithm(collieComm_t comm, const char* name);
 
 /* The name of the algorithm the last collective issued on this communicator ran ("" before
- * the first). The string is static. */
+ * the first). The string is static. While the tuner tries the algorithms for a call shape new
+ * to it (COLLIE_TUNER_TRIALS), the name is followed by " (trial)". */
 collieResult_t collieCommLastAlgorithm(collieComm_t comm, const char** name);
 
 const char* collieGetErrorString(collieResult_t result);

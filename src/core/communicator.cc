@@ -12,6 +12,7 @@
 #include "src/base/hex.h"
 #include "src/base/log.h"
 #include "src/base/params.h"
+#include "src/base/time.h"
 #include "src/core/link_probe.h"
 #include "src/core/tuner.h"
 #ifdef COLLIE_HAVE_UCX
@@ -137,6 +138,8 @@ Status CommImpl::init(BootstrapInfo info) {
                             info.storeAddr.toString() + ")";
   Deadline deadline = Deadline::afterMs(connectMs);
   algos_ = buildAlgorithms();
+  online_ = OnlineTuner(static_cast<int>(params().getInt("COLLIE_TUNER_TRIALS")), 4096);
+  tunerSpan_ = static_cast<double>(std::max<int64_t>(1, params().getInt("COLLIE_TUNER_SPAN")));
   {
     Status forced = findAlgorithm(params().getString("COLLIE_ALGO"), &forced_);
     if (!forced.isOk()) return forced.withContext(where);
@@ -352,24 +355,46 @@ Status CommImpl::probeNetwork(bool network) {
   ctx.opName = "the link probe";
   COLLIE_ASSIGN_OR_RETURN(LinkProbe p, probeRingLinks(ctx, kBigBytes));
   // Every rank must pick the same algorithm for a call: all take the slowest figures any rank
-  // measured, agreed with a ring AllReduce (max) of the step time and the inverse rate.
+  // measured, the step time and the inverse rate.
   double v[2] = {p.alphaUs, 1.0 / p.betaGBps};
-  CollArgs agree;
-  agree.send = v;
-  agree.recv = v;
-  agree.count = 2;
-  agree.dtype = collieFloat64;
-  agree.op = collieMax;
-  Algorithm* ring = nullptr;
-  COLLIE_RETURN_IF_ERROR(findAlgorithm("ring", &ring));
-  AlgoContext actx = context(agree);
-  actx.opName = "the link probe";
-  COLLIE_RETURN_IF_ERROR(ring->run(agree, actx));
+  COLLIE_RETURN_IF_ERROR(agreeOnMax(v, 2, "the link probe"));
   link_.alphaUs = std::min(std::max(v[0], 0.5), 1e5);
   link_.betaGBps = std::min(std::max(1.0 / v[1], 0.01), 1e3);
   if (!shm_) localLink_ = link_;
   COLLIE_INFO(kLogInit, "rank %d: network measured at init: %.1f us per step, %.3f GB/s per link",
               rank_, link_.alphaUs, link_.betaGBps);
+  return Status::ok();
+}
+
+Status CommImpl::agreeOnMax(double* v, size_t n, const char* opName) {
+  CollArgs agree;
+  agree.send = v;
+  agree.recv = v;
+  agree.count = n;
+  agree.dtype = collieFloat64;
+  agree.op = collieMax;
+  Algorithm* ring = nullptr;
+  COLLIE_RETURN_IF_ERROR(findAlgorithm("ring", &ring));
+  AlgoContext ctx = context(agree);
+  ctx.opName = opName;
+  return ring->run(agree, ctx);
+}
+
+Status CommImpl::settleTrial(OnlineTuner::Trial* t, const CollArgs& args) {
+  std::vector<double>& us = online_.times(t);
+  COLLIE_RETURN_IF_ERROR(agreeOnMax(us.data(), us.size(), "the tuner's trials"));
+  Algorithm* chosen = online_.settle(t);
+  if (logEnabled(LogLevel::kInfo, kLogColl)) {
+    std::string line;
+    for (size_t i = 0; i < us.size(); ++i) {
+      char buf[96];
+      snprintf(buf, sizeof(buf), "%s%s %.1f us", i ? ", " : "", online_.candidates(t)[i]->name(),
+               us[i]);
+      line += buf;
+    }
+    COLLIE_INFO(kLogColl, "tuner: %s count %zu %s: tried %s; takes %s", collectiveName(args.coll),
+                args.count, dtypeName(args.dtype), line.c_str(), chosen->name());
+  }
   return Status::ok();
 }
 
@@ -655,21 +680,37 @@ AlgoContext CommImpl::context(const CollArgs& args) {
 Status CommImpl::executeHost(const CollArgs& args) {
   AlgoContext ctx = context(args);
   Algorithm* algo = nullptr;
+  OnlineTuner::Trial* trial = nullptr;
   LastPick& lp = lastPick_;
   if (lp.algo != nullptr && lp.forced == forced_ && lp.coll == args.coll &&
       lp.count == args.count && lp.dtype == args.dtype && lp.root == args.root &&
       lp.memory == args.memory) {
     algo = lp.algo;
   } else {
-    Status picked = pickAlgorithm(algos_, forced_, args, ctx, &algo);
-    if (!picked.isOk()) {
-      --seq_;
-      return picked;
+    // Trials only where the choice is the tuner's and the call moves data; a forced algorithm
+    // or a barrier is pickAlgorithm's to check.
+    if (forced_ == nullptr && args.coll != Collective::kBarrier && args.count > 0)
+      algo = online_.next(
+          CallShape::of(args), [&] { return modelCandidates(algos_, args, ctx, tunerSpan_); },
+          &trial);
+    if (algo == nullptr) {
+      Status picked = pickAlgorithm(algos_, forced_, args, ctx, &algo);
+      if (!picked.isOk()) {
+        --seq_;
+        return picked;
+      }
     }
-    lp = LastPick{algo, forced_, args.coll, args.count, args.dtype, args.root, args.memory};
+    // The op of this shape (with the model's pick, or the tuner's once it has settled).
+    if (trial == nullptr)
+      lp = LastPick{algo, forced_, args.coll, args.count, args.dtype, args.root, args.memory};
   }
-  lastAlgo_.store(algo->name());
+  lastAlgo_.store(trial != nullptr ? trialName(algo) : algo->name());
+  const uint64_t t0 = trial != nullptr ? nowNs() : 0;
   Status s = algo->run(args, ctx);
+  if (s.isOk() && trial != nullptr) {
+    online_.record(trial, static_cast<double>(nowNs() - t0) / 1e3);
+    if (online_.readyToSettle(trial)) s = settleTrial(trial, args);
+  }
   if (!s.isOk()) {
     FrameTag t = ctx.tagFor(args, 0, algo->id());
     s = s.withContext(describeFrameTag(t) + " on rank " + std::to_string(rank_));

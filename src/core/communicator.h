@@ -16,6 +16,7 @@
 
 #include "algorithms/algorithm.h"
 #include "src/core/bootstrap.h"
+#include "src/core/online_tuner.h"
 #include "src/core/store.h"
 #include "src/core/stream_gate.h"
 #include "transports/shm/shm_transport.h"
@@ -90,6 +91,12 @@ class CommImpl {
   // With a network in use: the tuner's figures for it measured on the ring's links
   // (link_probe.h), the same on every rank.
   Status probeNetwork(bool network);
+  // Replaces each of v[0..n) with its largest value on any rank (a ring AllReduce, max); every
+  // rank calls it at the same point. opName names it in errors.
+  Status agreeOnMax(double* v, size_t n, const char* opName);
+  // The trials of a call shape are done: every rank takes the slowest rank's times, and the
+  // fastest candidate runs that shape from now on.
+  Status settleTrial(OnlineTuner::Trial* t, const CollArgs& args);
   // Exchanges worker addresses with the peers in want and connects those that can; forced
   // (COLLIE_TRANSPORT lists ucx) makes any failure an error, else a peer falls back to tcp.
   Status setUpUcx(std::vector<bool>* want, bool forced, const Deadline& deadline);
@@ -125,6 +132,8 @@ class CommImpl {
     int root = -1;
     MemoryKind memory = MemoryKind::kHost;
   } lastPick_;
+  OnlineTuner online_{0, 0};  // guarded by execMu_
+  double tunerSpan_ = 4;      // COLLIE_TUNER_SPAN
   std::atomic<const char*> lastAlgo_{""};
   LinkModel link_;
   LinkModel localLink_;  // between ranks of this host

@@ -42,7 +42,8 @@ TEST(Api, UniqueIdMadeByTheParentProcessInitsThreeRanks) {
 TEST(Api, TheSameCallAgainFollowsEveryChangeOfTheForcedAlgorithm) {
   // A repeated call reuses the tuner's last pick, but never across collieCommSetAlgorithm.
   WorldOptions opt;
-  opt.env = {{"COLLIE_TRANSPORT", "shm"}};
+  // The model's pick, without the tuner's trials (tuner_trials_test.cc has those).
+  opt.env = {{"COLLIE_TRANSPORT", "shm"}, {"COLLIE_TUNER_TRIALS", "0"}};
   auto out = runWorld(2, opt, [](int rank, Reporter& rep) {
     collieComm_t c = nullptr;
     if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail(collieGetLastError(nullptr));

@@ -1,0 +1,121 @@
+// The tuner's second opinion: the cost model ranks the algorithms, and for each new call shape
+// (collective, count, dtype, op, root, memory) the first calls try every algorithm the model
+// puts within a span of its best, a few times each. The ranks then agree on the times (the
+// slowest rank's, as a collective ends when its last rank does) and every later call of that
+// shape runs the fastest. A model with a handful of link figures cannot see what decides the
+// race between algorithms that lie close: how the caches and cores of this machine hand data
+// from rank to rank, or how busy the host is. Trying them can.
+//
+// This class holds the bookkeeping only; the communicator runs the calls, times them and
+// agrees on the times with its peers. Every rank must see the same shapes in the same order
+// with the same candidates, so each one settles at the same call.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+
+namespace collie {
+
+struct CallShape {
+  Collective coll = Collective::kAllReduce;
+  size_t count = 0;
+  collieDataType_t dtype = collieFloat32;
+  collieRedOp_t op = collieSum;
+  int root = -1;
+  MemoryKind memory = MemoryKind::kHost;
+
+  static CallShape of(const CollArgs& a) {
+    return CallShape{a.coll, a.count, a.dtype, a.op, a.root, a.memory};
+  }
+  bool operator<(const CallShape& o) const {
+    return std::tie(coll, count, dtype, op, root, memory) <
+           std::tie(o.coll, o.count, o.dtype, o.op, o.root, o.memory);
+  }
+};
+
+// The algorithms the tuner should try for a call: every one that can run it and whose
+// predicted time is within span times the cheapest, cheapest first, with the cheapest's
+// predicted time.
+struct Candidates {
+  std::vector<Algorithm*> algos;
+  double bestUs = 0;
+};
+Candidates modelCandidates(const std::vector<std::unique_ptr<Algorithm>>& algos, const CollArgs& a,
+                           const AlgoContext& ctx, double span);
+
+// "<name> (trial)": what collieCommLastAlgorithm reports for a trial call. The string is
+// static, as algorithm names are.
+const char* trialName(const Algorithm* algo);
+
+class OnlineTuner {
+ public:
+  // trials: calls per candidate (0: never try, the model decides), more for calls the model
+  // predicts to be short, whose times a microsecond of jitter would decide (up to kMaxRounds,
+  // while the trials are predicted under kRoundsBudgetUs); maxShapes: how many shapes are
+  // tuned (later ones take the model's pick).
+  OnlineTuner(int trials, size_t maxShapes) : trials_(trials), maxShapes_(maxShapes) {}
+  static constexpr int kMaxRounds = 8;
+  static constexpr double kRoundsBudgetUs = 500;
+
+  struct Trial;
+  // What runs for a call of this shape: the settled algorithm (trial is then nullptr), or the
+  // next candidate to try, whose time goes to record(). candidates is asked for only when the
+  // shape is new. Returns nullptr when the shape is not tuned (the caller asks the model).
+  template <typename MakeCandidates>
+  Algorithm* next(const CallShape& s, MakeCandidates candidates, Trial** trial);
+
+  // A trial call of *t took us on this rank.
+  void record(Trial* t, double us);
+  // Whether every candidate of *t has had its calls: then the ranks agree on times() (each
+  // candidate's best call on this rank; replace each by the slowest rank's) and settle().
+  bool readyToSettle(const Trial* t) const;
+  std::vector<double>& times(Trial* t);
+  // Settles *t on the fastest of the agreed times (the first of equals) and returns it.
+  Algorithm* settle(Trial* t);
+  const std::vector<Algorithm*>& candidates(const Trial* t) const;
+
+  struct Trial {
+    std::vector<Algorithm*> candidates;
+    std::vector<double> bestUs;  // per candidate, the fastest of its calls so far
+    int calls = 0;               // trial calls made
+    int rounds = 0;              // calls per candidate
+    Algorithm* chosen = nullptr;
+  };
+
+ private:
+  // Rounds of trials for n candidates, the cheapest predicted to take bestUs.
+  int roundsFor(size_t n, double bestUs) const;
+
+  int trials_;
+  size_t maxShapes_;
+  std::map<CallShape, Trial> shapes_;
+};
+
+template <typename MakeCandidates>
+Algorithm* OnlineTuner::next(const CallShape& s, MakeCandidates candidates, Trial** trial) {
+  *trial = nullptr;
+  auto it = shapes_.find(s);
+  if (it == shapes_.end()) {
+    if (trials_ <= 0 || shapes_.size() >= maxShapes_) return nullptr;
+    Trial t;
+    const Candidates c = candidates();
+    if (c.algos.empty()) return nullptr;
+    t.candidates = c.algos;
+    t.rounds = roundsFor(t.candidates.size(), c.bestUs);
+    if (t.candidates.size() == 1) t.chosen = t.candidates[0];
+    t.bestUs.assign(t.candidates.size(), 0);
+    it = shapes_.emplace(s, std::move(t)).first;
+  }
+  Trial& t = it->second;
+  if (t.chosen != nullptr) return t.chosen;
+  *trial = &t;
+  // Each candidate's calls in a row: its first call finds the caches as the one before left
+  // them, the later ones as it leaves them itself, which is how it would run once chosen.
+  return t.candidates[static_cast<size_t>(t.calls / t.rounds)];
+}
+
+}  // namespace collie

@@ -1,0 +1,163 @@
+// The online tuner's bookkeeping: which algorithms it tries, in what order and how often, and
+// which one it settles on given the agreed times. The multiproc test TunerTrials checks the
+// whole loop with real ranks.
+#include "src/core/online_tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace collie {
+namespace {
+
+// An algorithm that only has a name and a predicted time.
+class Fake : public Algorithm {
+ public:
+  Fake(const char* name, double us, bool usable = true) : name_(name), us_(us), usable_(usable) {}
+  const char* name() const override { return name_; }
+  uint8_t id() const override { return 0; }
+  bool supports(Collective, MemoryKind) const override { return true; }
+  bool usable(const AlgoContext&, const CollArgs&) const override { return usable_; }
+  double costUs(const CollArgs&, int, const LinkModel&) const override { return us_; }
+  Status run(const CollArgs&, AlgoContext&) override { return Status::ok(); }
+
+ private:
+  const char* name_;
+  double us_;
+  bool usable_;
+};
+
+Candidates three(double bestUs) {
+  static Fake a("a", 1), b("b", 2), c("c", 3);
+  return Candidates{{&a, &b, &c}, bestUs};
+}
+
+CallShape shape(size_t count) {
+  CollArgs a;
+  a.count = count;
+  return CallShape::of(a);
+}
+
+TEST(OnlineTuner, CandidatesAreTheUsableOnesWithinTheSpanCheapestFirst) {
+  std::vector<std::unique_ptr<Algorithm>> algos;
+  algos.push_back(std::make_unique<Fake>("slow", 50));
+  algos.push_back(std::make_unique<Fake>("best", 10));
+  algos.push_back(std::make_unique<Fake>("unusable", 1, false));
+  algos.push_back(std::make_unique<Fake>("near", 30));
+  algos.push_back(std::make_unique<Fake>("also_best", 10));
+  CollArgs a;
+  a.count = 100;
+  AlgoContext ctx;
+  Candidates c = modelCandidates(algos, a, ctx, 4);
+  ASSERT_EQ(c.algos.size(), 3u);
+  EXPECT_STREQ(c.algos[0]->name(), "best");
+  EXPECT_STREQ(c.algos[1]->name(), "also_best");  // equal costs keep the registry's order
+  EXPECT_STREQ(c.algos[2]->name(), "near");
+  EXPECT_DOUBLE_EQ(c.bestUs, 10);
+  EXPECT_EQ(modelCandidates(algos, a, ctx, 5).algos.size(), 4u);
+  EXPECT_EQ(modelCandidates(algos, a, ctx, 1).algos.size(), 2u);
+}
+
+TEST(OnlineTuner, TriesEachCandidateInARowAndSettlesOnTheFastestAgreedTime) {
+  OnlineTuner t(2, 16);
+  OnlineTuner::Trial* trial = nullptr;
+  // Predicted long enough that two calls each are all the budget allows.
+  std::vector<std::string> ran;
+  const double times[] = {9, 7, 3, 5, 8, 4};  // a: 7 best, b: 3, c: 4
+  for (double us : times) {
+    Algorithm* algo = t.next(
+        shape(1000), [] { return three(1000); }, &trial);
+    ASSERT_NE(algo, nullptr);
+    ASSERT_NE(trial, nullptr);
+    ran.push_back(algo->name());
+    EXPECT_FALSE(t.readyToSettle(trial));
+    t.record(trial, us);
+  }
+  EXPECT_EQ(ran, (std::vector<std::string>{"a", "a", "b", "b", "c", "c"}));
+  ASSERT_TRUE(t.readyToSettle(trial));
+  EXPECT_EQ(t.times(trial), (std::vector<double>{7, 3, 4}));
+  // Another rank was slower with b: the agreed (slowest) times make c the fastest.
+  t.times(trial)[1] = 6;
+  EXPECT_STREQ(t.settle(trial)->name(), "c");
+  for (int i = 0; i < 3; ++i) {
+    Algorithm* algo = t.next(
+        shape(1000), [] { return three(1000); }, &trial);
+    EXPECT_STREQ(algo->name(), "c");
+    EXPECT_EQ(trial, nullptr);
+  }
+}
+
+TEST(OnlineTuner, ShortCallsGetMoreRoundsUpToEight) {
+  OnlineTuner t(2, 16);
+  OnlineTuner::Trial* trial = nullptr;
+  // Three candidates at 1 us: the budget affords far more than eight rounds.
+  int calls = 0;
+  for (;; ++calls) {
+    Algorithm* algo = t.next(
+        shape(8), [] { return three(1); }, &trial);
+    if (trial == nullptr) break;
+    EXPECT_STREQ(algo->name(), calls < 8 ? "a" : calls < 16 ? "b" : "c");
+    t.record(trial, 1);
+    if (t.readyToSettle(trial)) {
+      ++calls;
+      EXPECT_STREQ(t.settle(trial)->name(), "a");  // equal times: the model's first
+      break;
+    }
+  }
+  EXPECT_EQ(calls, 24);
+  // 3 candidates at 50 us: 500 / 150 affords 3 rounds.
+  calls = 0;
+  for (;; ++calls) {
+    t.next(
+        shape(9), [] { return three(50); }, &trial);
+    ASSERT_NE(trial, nullptr);
+    t.record(trial, 1);
+    if (t.readyToSettle(trial)) break;
+  }
+  EXPECT_EQ(calls + 1, 9);
+}
+
+TEST(OnlineTuner, OneCandidateNeedsNoTrial) {
+  OnlineTuner t(2, 16);
+  OnlineTuner::Trial* trial = nullptr;
+  static Fake only("only", 1);
+  Algorithm* algo = t.next(
+      shape(5),
+      [] {
+        return Candidates{{&only}, 1};
+      },
+      &trial);
+  EXPECT_EQ(algo, &only);
+  EXPECT_EQ(trial, nullptr);
+}
+
+TEST(OnlineTuner, OffOrFullLeavesTheChoiceToTheModel) {
+  OnlineTuner off(0, 16);
+  OnlineTuner::Trial* trial = nullptr;
+  EXPECT_EQ(off.next(
+                shape(5), [] { return three(1); }, &trial),
+            nullptr);
+  OnlineTuner full(2, 1);
+  EXPECT_NE(full.next(
+                shape(5), [] { return three(1); }, &trial),
+            nullptr);
+  EXPECT_EQ(full.next(
+                shape(6), [] { return three(1); }, &trial),
+            nullptr);
+  // The shape it holds goes on.
+  EXPECT_NE(full.next(
+                shape(5), [] { return three(1); }, &trial),
+            nullptr);
+}
+
+TEST(OnlineTuner, TrialNamesSayTrialAndStay) {
+  Fake a("ring", 1);
+  const char* n = trialName(&a);
+  EXPECT_STREQ(n, "ring (trial)");
+  EXPECT_EQ(trialName(&a), n);
+}
+
+}  // namespace
+}  // namespace collie
