@@ -34,7 +34,7 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_TUNER_PROBE", "1",
        "1: measure the network's step latency and link rate at init when a peer is reached over "
        "tcp or ucx and COLLIE_TUNER_LINKS is unset; 0: the calibrated table"},
-      {"COLLIE_TUNER_TRIALS", "2",
+      {"COLLIE_TUNER_TRIALS", "3",
        "calls per candidate algorithm when a call shape is new: the ranks then agree on the "
        "fastest, which runs that shape from then on; 0: the cost model alone decides"},
       {"COLLIE_TUNER_SPAN", "4",

@@ -40,15 +40,22 @@ int OnlineTuner::roundsFor(size_t n, double bestUs) const {
 
 void OnlineTuner::record(Trial* t, double us) {
   const size_t i = static_cast<size_t>(t->calls / t->rounds);
-  if (t->calls % t->rounds == 0 || us < t->bestUs[i]) t->bestUs[i] = us;
+  t->block.push_back(us);
   ++t->calls;
+  if (t->calls % t->rounds != 0) return;
+  std::vector<double>& b = t->block;
+  if (b.size() > 1) b.erase(b.begin());
+  std::sort(b.begin(), b.end());
+  const size_t m = b.size() / 2;
+  t->scoreUs[i] = b.size() % 2 == 1 ? b[m] : (b[m - 1] + b[m]) / 2;
+  b.clear();
 }
 
 bool OnlineTuner::readyToSettle(const Trial* t) const {
   return t->chosen == nullptr && t->calls >= t->rounds * static_cast<int>(t->candidates.size());
 }
 
-std::vector<double>& OnlineTuner::times(Trial* t) { return t->bestUs; }
+std::vector<double>& OnlineTuner::times(Trial* t) { return t->scoreUs; }
 
 const std::vector<Algorithm*>& OnlineTuner::candidates(const Trial* t) const {
   return t->candidates;
@@ -56,8 +63,8 @@ const std::vector<Algorithm*>& OnlineTuner::candidates(const Trial* t) const {
 
 Algorithm* OnlineTuner::settle(Trial* t) {
   size_t best = 0;
-  for (size_t i = 1; i < t->bestUs.size(); ++i)
-    if (t->bestUs[i] < t->bestUs[best]) best = i;
+  for (size_t i = 1; i < t->scoreUs.size(); ++i)
+    if (t->scoreUs[i] < t->scoreUs[best]) best = i;
   t->chosen = t->candidates[best];
   return t->chosen;
 }

@@ -71,7 +71,7 @@ class OnlineTuner {
   // A trial call of *t took us on this rank.
   void record(Trial* t, double us);
   // Whether every candidate of *t has had its calls: then the ranks agree on times() (each
-  // candidate's best call on this rank; replace each by the slowest rank's) and settle().
+  // candidate's score on this rank; replace each by the slowest rank's) and settle().
   bool readyToSettle(const Trial* t) const;
   std::vector<double>& times(Trial* t);
   // Settles *t on the fastest of the agreed times (the first of equals) and returns it.
@@ -80,9 +80,14 @@ class OnlineTuner {
 
   struct Trial {
     std::vector<Algorithm*> candidates;
-    std::vector<double> bestUs;  // per candidate, the fastest of its calls so far
-    int calls = 0;               // trial calls made
-    int rounds = 0;              // calls per candidate
+    // Per candidate, the median of its calls after the first, which finds the caches as the
+    // candidate before left them (with one call per candidate, that call). Not the fastest
+    // call: an algorithm that is quick once and then slows down when called back to back (its
+    // messages pile up in a network queue) must not win on its one quick call.
+    std::vector<double> scoreUs;
+    std::vector<double> block;  // the times of the current candidate's calls so far
+    int calls = 0;              // trial calls made
+    int rounds = 0;             // calls per candidate
     Algorithm* chosen = nullptr;
   };
 
@@ -107,7 +112,7 @@ Algorithm* OnlineTuner::next(const CallShape& s, MakeCandidates candidates, Tria
     t.candidates = c.algos;
     t.rounds = roundsFor(t.candidates.size(), c.bestUs);
     if (t.candidates.size() == 1) t.chosen = t.candidates[0];
-    t.bestUs.assign(t.candidates.size(), 0);
+    t.scoreUs.assign(t.candidates.size(), 0);
     it = shapes_.emplace(s, std::move(t)).first;
   }
   Trial& t = it->second;
