@@ -54,12 +54,12 @@ const char* trialName(const Algorithm* algo);
 class OnlineTuner {
  public:
   // trials: calls per candidate (0: never try, the model decides), more for calls the model
-  // predicts to be short, whose times a microsecond of jitter would decide (up to kMaxRounds,
+  // predicts to be short, whose times one disturbed call would decide (up to kMaxRounds,
   // while the trials are predicted under kRoundsBudgetUs); maxShapes: how many shapes are
   // tuned (later ones take the model's pick).
   OnlineTuner(int trials, size_t maxShapes) : trials_(trials), maxShapes_(maxShapes) {}
   static constexpr int kMaxRounds = 8;
-  static constexpr double kRoundsBudgetUs = 500;
+  static constexpr double kRoundsBudgetUs = 20000;
 
   struct Trial;
   // What runs for a call of this shape: the settled algorithm (trial is then nullptr), or the

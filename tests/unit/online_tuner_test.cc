@@ -69,7 +69,7 @@ TEST(OnlineTuner, TriesEachCandidateInARowAndSettlesOnTheFastestAgreedTime) {
   const double times[] = {1, 9, 7, 9, 2, 4, 2, 5, 5};
   for (double us : times) {
     Algorithm* algo = t.next(
-        shape(1000), [] { return three(1000); }, &trial);
+        shape(1000), [] { return three(10000); }, &trial);
     ASSERT_NE(algo, nullptr);
     ASSERT_NE(trial, nullptr);
     ran.push_back(algo->name());
@@ -84,7 +84,7 @@ TEST(OnlineTuner, TriesEachCandidateInARowAndSettlesOnTheFastestAgreedTime) {
   EXPECT_STREQ(t.settle(trial)->name(), "c");
   for (int i = 0; i < 3; ++i) {
     Algorithm* algo = t.next(
-        shape(1000), [] { return three(1000); }, &trial);
+        shape(1000), [] { return three(10000); }, &trial);
     EXPECT_STREQ(algo->name(), "c");
     EXPECT_EQ(trial, nullptr);
   }
@@ -98,7 +98,7 @@ TEST(OnlineTuner, QuickOnceSlowAfterLosesToSteady) {
   const double times[] = {8, 8, 40, 10, 10, 10, 12, 11, 13};
   for (double us : times) {
     t.next(
-        shape(1000), [] { return three(1000); }, &trial);
+        shape(1000), [] { return three(10000); }, &trial);
     t.record(trial, us);
   }
   ASSERT_TRUE(t.readyToSettle(trial));
@@ -124,11 +124,11 @@ TEST(OnlineTuner, ShortCallsGetMoreRoundsUpToEight) {
     }
   }
   EXPECT_EQ(calls, 24);
-  // 3 candidates at 50 us: 500 / 150 affords 3 rounds.
+  // 3 candidates at 2 ms: 20 ms / 6 ms affords 3 rounds.
   calls = 0;
   for (;; ++calls) {
     t.next(
-        shape(9), [] { return three(50); }, &trial);
+        shape(9), [] { return three(2000); }, &trial);
     ASSERT_NE(trial, nullptr);
     t.record(trial, 1);
     if (t.readyToSettle(trial)) break;
