@@ -1,9 +1,9 @@
 // Shared-memory-native AllReduce for ranks that all share a host. Every rank copies a chunk of
-// its input into its staging buffer, which every peer has mapped; after a barrier each rank
-// reduces its 1/n slice of the chunk straight out of all the staging buffers (reduce-scatter
-// through shared memory), writes it back into its own staging slice, and after a second barrier
-// everyone copies all n reduced slices out (all-gather). Chunks alternate between two staging
-// slots and are sized to stay in cache. Small messages take the one-shot path instead: one
+// its input into its staging buffer, which every peer has mapped, all but its own 1/n slice;
+// after a barrier each rank reduces its slice of the chunk from its input and the peers'
+// staging buffers (reduce-scatter through shared memory) into its own staging slice, and after
+// a second barrier everyone copies all n reduced slices out (all-gather). Chunks go round three
+// staging slots and are sized to stay in cache. Small messages take the one-shot path instead: one
 // copy-in, one barrier, and every rank reduces the whole message from all staging buffers.
 //
 // The other collectives take the same road: ReduceScatter stages a chunk of every block and
@@ -265,9 +265,13 @@ Status ShmDirectAllReduce::chunked(const CollArgs& a, AlgoContext& ctx) {
   const bool streamOut = a.send != a.recv && a.count * esz >= streamBytes_;
   const uint64_t first = events_;
   events_ += nchunks;
+  // Staged: every block of the chunk but this rank's own, which only this rank reduces (it
+  // reads that block of its input in place, and the reduction lands in its staging slot).
   auto stage = [&](size_t k) {
     const size_t off = k * chunkElems, ce = std::min(chunkElems, a.count - off);
-    memcpy(data(r, first + k), in + off * esz, ce * esz);
+    const size_t so = ring::blockOffset(ce, n, r) * esz, se = so + ring::blockCount(ce, n, r) * esz;
+    memcpy(data(r, first + k), in + off * esz, so);
+    memcpy(data(r, first + k) + se, in + off * esz + se, ce * esz - se);
     publishStaged(a, ctx, first + k);
   };
   stage(0);
@@ -277,8 +281,12 @@ Status ShmDirectAllReduce::chunked(const CollArgs& a, AlgoContext& ctx) {
     COLLIE_RETURN_IF_ERROR(waitAll(a, ctx, e, true));
     const size_t so = ring::blockOffset(ce, n, r) * esz, sc = ring::blockCount(ce, n, r);
     char* mine = data(r, e) + so;
-    for (int j = 0; j < n; ++j)
-      if (j != r && sc > 0) reduce(mine, mine, data(j, e) + so, sc, a.dtype, op);
+    const char* acc = in + off * esz + so;
+    for (int j = 0; j < n; ++j) {
+      if (j == r || sc == 0) continue;
+      reduce(mine, acc, data(j, e) + so, sc, a.dtype, op);
+      acc = mine;
+    }
     if (a.op == collieAvg && sc > 0) scaleForAvg(mine, sc, a.dtype, n);
     flags(r, e)->reduced.store(e + 1, std::memory_order_release);
     // The next chunk goes in now (in place, its input lies past this chunk's output), so the
