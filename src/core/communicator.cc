@@ -386,14 +386,16 @@ Status CommImpl::settleTrial(OnlineTuner::Trial* t, const CollArgs& args) {
   Algorithm* chosen = online_.settle(t);
   if (logEnabled(LogLevel::kInfo, kLogColl)) {
     std::string line;
-    for (size_t i = 0; i < us.size(); ++i) {
-      char buf[96];
-      snprintf(buf, sizeof(buf), "%s%s %.1f us", i ? ", " : "", online_.candidates(t)[i]->name(),
-               us[i]);
+    const size_t n = online_.candidates(t).size();
+    for (size_t i = 0; i < n; ++i) {
+      char buf[128];
+      snprintf(buf, sizeof(buf), "%s%s %.1f/%.1f us", i ? ", " : "",
+               online_.candidates(t)[i]->name(), us[i], us[n + i]);
       line += buf;
     }
-    COLLIE_INFO(kLogColl, "tuner: %s count %zu %s: tried %s; takes %s", collectiveName(args.coll),
-                args.count, dtypeName(args.dtype), line.c_str(), chosen->name());
+    COLLIE_INFO(kLogColl, "tuner: %s count %zu %s: tried (median/fastest) %s; takes %s",
+                collectiveName(args.coll), args.count, dtypeName(args.dtype), line.c_str(),
+                chosen->name());
   }
   return Status::ok();
 }

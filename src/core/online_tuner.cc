@@ -47,7 +47,8 @@ void OnlineTuner::record(Trial* t, double us) {
   if (b.size() > 1) b.erase(b.begin());
   std::sort(b.begin(), b.end());
   const size_t m = b.size() / 2;
-  t->scoreUs[i] = b.size() % 2 == 1 ? b[m] : (b[m - 1] + b[m]) / 2;
+  t->timesUs[i] = b.size() % 2 == 1 ? b[m] : (b[m - 1] + b[m]) / 2;
+  t->timesUs[t->candidates.size() + i] = b.front();
   b.clear();
 }
 
@@ -55,16 +56,19 @@ bool OnlineTuner::readyToSettle(const Trial* t) const {
   return t->chosen == nullptr && t->calls >= t->rounds * static_cast<int>(t->candidates.size());
 }
 
-std::vector<double>& OnlineTuner::times(Trial* t) { return t->scoreUs; }
+std::vector<double>& OnlineTuner::times(Trial* t) { return t->timesUs; }
 
 const std::vector<Algorithm*>& OnlineTuner::candidates(const Trial* t) const {
   return t->candidates;
 }
 
 Algorithm* OnlineTuner::settle(Trial* t) {
+  const size_t n = t->candidates.size();
+  const double* median = t->timesUs.data();
+  const double* fastest = median + n;
   size_t best = 0;
-  for (size_t i = 1; i < t->scoreUs.size(); ++i)
-    if (t->scoreUs[i] < t->scoreUs[best]) best = i;
+  for (size_t i = 1; i < n; ++i)
+    if (median[i] < fastest[0] && (best == 0 || median[i] < median[best])) best = i;
   t->chosen = t->candidates[best];
   return t->chosen;
 }

@@ -2,9 +2,13 @@
 // (collective, count, dtype, op, root, memory) the first calls try every algorithm the model
 // puts within a span of its best, a few times each. The ranks then agree on the times (the
 // slowest rank's, as a collective ends when its last rank does) and every later call of that
-// shape runs the fastest. A model with a handful of link figures cannot see what decides the
-// race between algorithms that lie close: how the caches and cores of this machine hand data
-// from rank to rank, or how busy the host is. Trying them can.
+// shape runs the model's pick, unless another candidate beat it clearly: its median call was
+// faster than the pick's fastest call (then the fastest such candidate runs). A model with a
+// handful of link figures cannot see what decides the race between algorithms that lie close:
+// how the caches and cores of this machine hand data from rank to rank, or how busy the host
+// is. Trying them can. But a few calls are a small sample on a busy machine, and a choice
+// stays for the communicator's life: a challenger that wins by less than the spread of the
+// pick's own calls does not replace the pick.
 //
 // This class holds the bookkeeping only; the communicator runs the calls, times them and
 // agrees on the times with its peers. Every rank must see the same shapes in the same order
@@ -71,20 +75,23 @@ class OnlineTuner {
   // A trial call of *t took us on this rank.
   void record(Trial* t, double us);
   // Whether every candidate of *t has had its calls: then the ranks agree on times() (each
-  // candidate's score on this rank; replace each by the slowest rank's) and settle().
+  // candidate's median, then each one's fastest call, on this rank; replace each by the
+  // slowest rank's) and settle().
   bool readyToSettle(const Trial* t) const;
   std::vector<double>& times(Trial* t);
-  // Settles *t on the fastest of the agreed times (the first of equals) and returns it.
+  // Settles *t on the model's pick (candidate 0) or the challenger that beat it clearly (see
+  // above), and returns it.
   Algorithm* settle(Trial* t);
   const std::vector<Algorithm*>& candidates(const Trial* t) const;
 
   struct Trial {
     std::vector<Algorithm*> candidates;
     // Per candidate, the median of its calls after the first, which finds the caches as the
-    // candidate before left them (with one call per candidate, that call). Not the fastest
-    // call: an algorithm that is quick once and then slows down when called back to back (its
-    // messages pile up in a network queue) must not win on its one quick call.
-    std::vector<double> scoreUs;
+    // candidate before left them (with one call per candidate, that call), then per candidate
+    // the fastest of those calls. A challenger is judged by its median: an algorithm that is
+    // quick once and then slows down when called back to back (its messages pile up in a
+    // network queue) must not win on its one quick call.
+    std::vector<double> timesUs;
     std::vector<double> block;  // the times of the current candidate's calls so far
     int calls = 0;              // trial calls made
     int rounds = 0;             // calls per candidate
@@ -112,7 +119,7 @@ Algorithm* OnlineTuner::next(const CallShape& s, MakeCandidates candidates, Tria
     t.candidates = c.algos;
     t.rounds = roundsFor(t.candidates.size(), c.bestUs);
     if (t.candidates.size() == 1) t.chosen = t.candidates[0];
-    t.scoreUs.assign(t.candidates.size(), 0);
+    t.timesUs.assign(2 * t.candidates.size(), 0);
     it = shapes_.emplace(s, std::move(t)).first;
   }
   Trial& t = it->second;
