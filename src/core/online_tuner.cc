@@ -39,17 +39,16 @@ int OnlineTuner::roundsFor(size_t n, double bestUs) const {
 }
 
 void OnlineTuner::record(Trial* t, double us) {
-  const size_t i = static_cast<size_t>(t->calls / t->rounds);
-  t->block.push_back(us);
+  const size_t n = t->candidates.size(), i = static_cast<size_t>(t->calls) % n;
   ++t->calls;
-  if (t->calls % t->rounds != 0) return;
-  std::vector<double>& b = t->block;
-  if (b.size() > 1) b.erase(b.begin());
-  std::sort(b.begin(), b.end());
-  const size_t m = b.size() / 2;
-  t->timesUs[i] = b.size() % 2 == 1 ? b[m] : (b[m - 1] + b[m]) / 2;
-  t->timesUs[t->candidates.size() + i] = b.front();
-  b.clear();
+  if (t->rounds > 1 && static_cast<size_t>(t->calls) <= n) return;  // the warm-up round
+  std::vector<double>& b = t->samples[i];
+  b.push_back(us);
+  std::vector<double> sorted = b;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t m = sorted.size() / 2;
+  t->timesUs[i] = sorted.size() % 2 == 1 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2;
+  t->timesUs[n + i] = sorted.front();
 }
 
 bool OnlineTuner::readyToSettle(const Trial* t) const {

@@ -86,15 +86,14 @@ class OnlineTuner {
 
   struct Trial {
     std::vector<Algorithm*> candidates;
-    // Per candidate, the median of its calls after the first, which finds the caches as the
-    // candidate before left them (with one call per candidate, that call), then per candidate
-    // the fastest of those calls. A challenger is judged by its median: an algorithm that is
-    // quick once and then slows down when called back to back (its messages pile up in a
-    // network queue) must not win on its one quick call.
+    // Per candidate, the median of its calls after the first round (with one round, of its
+    // one call), then per candidate the fastest of those calls. A challenger is judged by its
+    // median: an algorithm that is quick once and then slows down when called again (its
+    // messages pile up in a network queue) must not win on its one quick call.
     std::vector<double> timesUs;
-    std::vector<double> block;  // the times of the current candidate's calls so far
-    int calls = 0;              // trial calls made
-    int rounds = 0;             // calls per candidate
+    std::vector<std::vector<double>> samples;  // per candidate, its calls' times so far
+    int calls = 0;                             // trial calls made
+    int rounds = 0;                            // calls per candidate
     Algorithm* chosen = nullptr;
   };
 
@@ -120,14 +119,16 @@ Algorithm* OnlineTuner::next(const CallShape& s, MakeCandidates candidates, Tria
     t.rounds = roundsFor(t.candidates.size(), c.bestUs);
     if (t.candidates.size() == 1) t.chosen = t.candidates[0];
     t.timesUs.assign(2 * t.candidates.size(), 0);
+    t.samples.resize(t.candidates.size());
     it = shapes_.emplace(s, std::move(t)).first;
   }
   Trial& t = it->second;
   if (t.chosen != nullptr) return t.chosen;
   *trial = &t;
-  // Each candidate's calls in a row: its first call finds the caches as the one before left
-  // them, the later ones as it leaves them itself, which is how it would run once chosen.
-  return t.candidates[static_cast<size_t>(t.calls / t.rounds)];
+  // Round robin, one call of each candidate per round: a spell in which the machine runs slow
+  // (another job, the hypervisor) then falls on every candidate alike, not on one candidate's
+  // calls. The first round warms each candidate up and does not count.
+  return t.candidates[static_cast<size_t>(t.calls) % t.candidates.size()];
 }
 
 }  // namespace collie
