@@ -35,8 +35,9 @@ static const std::vector<ParamInfo>& table() {
        "1: measure the network's step latency and link rate at init when a peer is reached over "
        "tcp or ucx and COLLIE_TUNER_LINKS is unset; 0: the calibrated table"},
       {"COLLIE_TUNER_TRIALS", "3",
-       "calls per candidate algorithm when a call shape is new: the ranks then agree on the "
-       "fastest, which runs that shape from then on; 0: the cost model alone decides"},
+       "rounds of trials when a call shape is new (two calls of each candidate algorithm per "
+       "round, the second timed): the ranks then agree on the times and settle that shape's "
+       "algorithm; 0: the cost model alone decides"},
       {"COLLIE_TUNER_SPAN", "4",
        "the tuner tries the algorithms the cost model predicts within this factor of its best"},
       {"COLLIE_TRANSPORT", "",

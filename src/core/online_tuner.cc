@@ -34,14 +34,15 @@ const char* trialName(const Algorithm* algo) {
 }
 
 int OnlineTuner::roundsFor(size_t n, double bestUs) const {
-  const double affordable = kRoundsBudgetUs / (static_cast<double>(n) * std::max(bestUs, 0.1));
+  const double affordable = kRoundsBudgetUs / (2 * static_cast<double>(n) * std::max(bestUs, 0.1));
   return std::max(trials_, std::min(kMaxRounds, static_cast<int>(affordable)));
 }
 
 void OnlineTuner::record(Trial* t, double us) {
-  const size_t n = t->candidates.size(), i = static_cast<size_t>(t->calls) % n;
+  const size_t n = t->candidates.size(), i = static_cast<size_t>(t->calls) / 2 % n;
+  const bool timed = t->calls % 2 == 1;
   ++t->calls;
-  if (t->rounds > 1 && static_cast<size_t>(t->calls) <= n) return;  // the warm-up round
+  if (!timed) return;
   std::vector<double>& b = t->samples[i];
   b.push_back(us);
   std::vector<double> sorted = b;
@@ -52,7 +53,7 @@ void OnlineTuner::record(Trial* t, double us) {
 }
 
 bool OnlineTuner::readyToSettle(const Trial* t) const {
-  return t->chosen == nullptr && t->calls >= t->rounds * static_cast<int>(t->candidates.size());
+  return t->chosen == nullptr && t->calls >= 2 * t->rounds * static_cast<int>(t->candidates.size());
 }
 
 std::vector<double>& OnlineTuner::times(Trial* t) { return t->timesUs; }

@@ -57,8 +57,8 @@ const char* trialName(const Algorithm* algo);
 
 class OnlineTuner {
  public:
-  // trials: calls per candidate (0: never try, the model decides), more for calls the model
-  // predicts to be short, whose times one disturbed call would decide (up to kMaxRounds,
+  // trials: rounds (0: never try, the model decides), more for calls the model predicts to be
+  // short, whose times one disturbed call would decide (up to kMaxRounds,
   // while the trials are predicted under kRoundsBudgetUs); maxShapes: how many shapes are
   // tuned (later ones take the model's pick).
   OnlineTuner(int trials, size_t maxShapes) : trials_(trials), maxShapes_(maxShapes) {}
@@ -86,14 +86,14 @@ class OnlineTuner {
 
   struct Trial {
     std::vector<Algorithm*> candidates;
-    // Per candidate, the median of its calls after the first round (with one round, of its
-    // one call), then per candidate the fastest of those calls. A challenger is judged by its
-    // median: an algorithm that is quick once and then slows down when called again (its
-    // messages pile up in a network queue) must not win on its one quick call.
+    // Per candidate, the median of its timed calls, then per candidate the fastest of them. A
+    // challenger is judged by its median: an algorithm that is quick once and then slows down
+    // when called again (its messages pile up in a network queue) must not win on its one
+    // quick call.
     std::vector<double> timesUs;
     std::vector<std::vector<double>> samples;  // per candidate, its calls' times so far
     int calls = 0;                             // trial calls made
-    int rounds = 0;                            // calls per candidate
+    int rounds = 0;                            // each: two calls of every candidate
     Algorithm* chosen = nullptr;
   };
 
@@ -125,10 +125,12 @@ Algorithm* OnlineTuner::next(const CallShape& s, MakeCandidates candidates, Tria
   Trial& t = it->second;
   if (t.chosen != nullptr) return t.chosen;
   *trial = &t;
-  // Round robin, one call of each candidate per round: a spell in which the machine runs slow
-  // (another job, the hypervisor) then falls on every candidate alike, not on one candidate's
-  // calls. The first round warms each candidate up and does not count.
-  return t.candidates[static_cast<size_t>(t.calls) % t.candidates.size()];
+  // Rounds, each with two calls of every candidate in turn, the second one timed: a spell in
+  // which the machine runs slow (another job, the hypervisor) falls on every candidate alike,
+  // not on one candidate's calls, and the timed call finds the caches and threads as the
+  // candidate itself leaves them, not as the one before it did (a transport's progress thread
+  // still spinning on a core the next call needs).
+  return t.candidates[static_cast<size_t>(t.calls) / 2 % t.candidates.size()];
 }
 
 }  // namespace collie

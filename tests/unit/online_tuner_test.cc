@@ -60,24 +60,33 @@ TEST(OnlineTuner, CandidatesAreTheUsableOnesWithinTheSpanCheapestFirst) {
   EXPECT_EQ(modelCandidates(algos, a, ctx, 1).algos.size(), 2u);
 }
 
+// Runs the trials of one shape of three candidates: per round, each candidate in turn gets an
+// untimed call (taking warm) and a timed one (timed[candidate][round]). Returns the names that
+// ran, in order.
+std::vector<std::string> runTrials(OnlineTuner& t, OnlineTuner::Trial** trial,
+                                   const std::vector<std::vector<double>>& timed, double warm) {
+  std::vector<std::string> ran;
+  for (size_t r = 0; r < timed[0].size(); ++r)
+    for (size_t c = 0; c < timed.size(); ++c)
+      for (double us : {warm, timed[c][r]}) {
+        Algorithm* algo = t.next(
+            shape(1000), [] { return three(10000); }, trial);
+        if (algo == nullptr || *trial == nullptr) return ran;
+        EXPECT_FALSE(t.readyToSettle(*trial));
+        ran.push_back(algo->name());
+        t.record(*trial, us);
+      }
+  return ran;
+}
+
 TEST(OnlineTuner, TriesTheCandidatesInTurnAndSettlesOnTheAgreedTimes) {
   OnlineTuner t(3, 16);
   OnlineTuner::Trial* trial = nullptr;
-  // Predicted long enough that three calls each are all the budget allows. The first round
-  // does not count (a's and c's quickest calls). a: 1 9 7, b: 9 2 4, c: 2 5 5. Medians: a 8,
-  // b 3, c 5; fastest calls: a 7, b 2, c 5.
-  std::vector<std::string> ran;
-  const double times[] = {1, 9, 2, 9, 2, 5, 7, 4, 5};
-  for (double us : times) {
-    Algorithm* algo = t.next(
-        shape(1000), [] { return three(10000); }, &trial);
-    ASSERT_NE(algo, nullptr);
-    ASSERT_NE(trial, nullptr);
-    ran.push_back(algo->name());
-    EXPECT_FALSE(t.readyToSettle(trial));
-    t.record(trial, us);
-  }
-  EXPECT_EQ(ran, (std::vector<std::string>{"a", "b", "c", "a", "b", "c", "a", "b", "c"}));
+  // Predicted long enough that three rounds are all the budget allows. The untimed calls are
+  // the quickest and do not count. Medians: a 8, b 3, c 5; fastest: a 7, b 2, c 5.
+  std::vector<std::string> ran = runTrials(t, &trial, {{9, 7, 8}, {2, 4, 3}, {5, 5, 6}}, 1);
+  EXPECT_EQ(ran, (std::vector<std::string>{"a", "a", "b", "b", "c", "c", "a", "a", "b", "b", "c",
+                                           "c", "a", "a", "b", "b", "c", "c"}));
   ASSERT_TRUE(t.readyToSettle(trial));
   EXPECT_EQ(t.times(trial), (std::vector<double>{8, 3, 5, 7, 2, 5}));
   // Both b and c beat a's fastest call. Another rank was slower with b: the agreed (slowest)
@@ -93,16 +102,12 @@ TEST(OnlineTuner, TriesTheCandidatesInTurnAndSettlesOnTheAgreedTimes) {
 }
 
 // The netns hosts' case: the model's pick is quick once, and then its calls back to back wait
-// behind the earlier ones' messages in a network queue. Its first call must not make it stay.
+// behind the earlier ones' messages in a network queue. Its timed calls each follow one of its
+// own, so its quick first call does not make it stay.
 TEST(OnlineTuner, QuickOnceSlowAfterLosesToSteady) {
   OnlineTuner t(3, 16);
   OnlineTuner::Trial* trial = nullptr;
-  const double times[] = {8, 10, 12, 40, 10, 11, 44, 10, 13};  // a 8 40 44, b 10s, c 12 11 13
-  for (double us : times) {
-    t.next(
-        shape(1000), [] { return three(10000); }, &trial);
-    t.record(trial, us);
-  }
+  runTrials(t, &trial, {{40, 44, 42}, {10, 10, 10}, {12, 11, 13}}, 8);
   ASSERT_TRUE(t.readyToSettle(trial));
   EXPECT_EQ(t.times(trial), (std::vector<double>{42, 10, 12, 40, 10, 11}));
   EXPECT_STREQ(t.settle(trial)->name(), "b");
@@ -113,14 +118,9 @@ TEST(OnlineTuner, QuickOnceSlowAfterLosesToSteady) {
 TEST(OnlineTuner, AChallengerWithinThePicksSpreadDoesNotReplaceIt) {
   OnlineTuner t(3, 16);
   OnlineTuner::Trial* trial = nullptr;
-  const double times[] = {10, 11, 25, 10, 11, 25, 30, 11, 25};  // a 10 10 30, b 11s, c 25s
-  for (double us : times) {
-    t.next(
-        shape(1000), [] { return three(10000); }, &trial);
-    t.record(trial, us);
-  }
+  runTrials(t, &trial, {{10, 30, 12}, {11, 11, 11}, {25, 25, 25}}, 10);
   ASSERT_TRUE(t.readyToSettle(trial));
-  EXPECT_EQ(t.times(trial), (std::vector<double>{20, 11, 25, 10, 11, 25}));
+  EXPECT_EQ(t.times(trial), (std::vector<double>{12, 11, 25, 10, 11, 25}));
   EXPECT_STREQ(t.settle(trial)->name(), "a");
 }
 
@@ -133,7 +133,8 @@ TEST(OnlineTuner, ShortCallsGetMoreRoundsUpToEight) {
     Algorithm* algo = t.next(
         shape(8), [] { return three(1); }, &trial);
     if (trial == nullptr) break;
-    EXPECT_STREQ(algo->name(), calls % 3 == 0 ? "a" : calls % 3 == 1 ? "b" : "c");
+    const int c = calls / 2 % 3;
+    EXPECT_STREQ(algo->name(), c == 0 ? "a" : c == 1 ? "b" : "c");
     t.record(trial, 1);
     if (t.readyToSettle(trial)) {
       ++calls;
@@ -141,17 +142,17 @@ TEST(OnlineTuner, ShortCallsGetMoreRoundsUpToEight) {
       break;
     }
   }
-  EXPECT_EQ(calls, 24);
-  // 3 candidates at 2 ms: 20 ms / 6 ms affords 3 rounds.
+  EXPECT_EQ(calls, 2 * 8 * 3);
+  // 3 candidates at 1 ms: 20 ms / (2 calls x 3 candidates x 1 ms) affords 3 rounds.
   calls = 0;
   for (;; ++calls) {
     t.next(
-        shape(9), [] { return three(2000); }, &trial);
+        shape(9), [] { return three(1000); }, &trial);
     ASSERT_NE(trial, nullptr);
     t.record(trial, 1);
     if (t.readyToSettle(trial)) break;
   }
-  EXPECT_EQ(calls + 1, 9);
+  EXPECT_EQ(calls + 1, 2 * 3 * 3);
 }
 
 TEST(OnlineTuner, OneCandidateNeedsNoTrial) {
