@@ -79,6 +79,21 @@ std::vector<std::string> runTrials(OnlineTuner& t, OnlineTuner::Trial** trial,
   return ran;
 }
 
+// A fresh tuner's trials as runTrials runs them: expects the agreed figures to be want (the
+// medians, then the fastest calls) and returns the name it settles on.
+std::string choiceAfter(const std::vector<std::vector<double>>& timed, double warm,
+                        const std::vector<double>& want) {
+  OnlineTuner t(3, 16);
+  OnlineTuner::Trial* trial = nullptr;
+  runTrials(t, &trial, timed, warm);
+  if (trial == nullptr || !t.readyToSettle(trial)) {
+    ADD_FAILURE() << "the trials did not end";
+    return "";
+  }
+  EXPECT_EQ(t.times(trial), want);
+  return t.settle(trial)->name();
+}
+
 TEST(OnlineTuner, TriesTheCandidatesInTurnAndSettlesOnTheAgreedTimes) {
   OnlineTuner t(3, 16);
   OnlineTuner::Trial* trial = nullptr;
@@ -105,23 +120,15 @@ TEST(OnlineTuner, TriesTheCandidatesInTurnAndSettlesOnTheAgreedTimes) {
 // behind the earlier ones' messages in a network queue. Its timed calls each follow one of its
 // own, so its quick first call does not make it stay.
 TEST(OnlineTuner, QuickOnceSlowAfterLosesToSteady) {
-  OnlineTuner t(3, 16);
-  OnlineTuner::Trial* trial = nullptr;
-  runTrials(t, &trial, {{40, 44, 42}, {10, 10, 10}, {12, 11, 13}}, 8);
-  ASSERT_TRUE(t.readyToSettle(trial));
-  EXPECT_EQ(t.times(trial), (std::vector<double>{42, 10, 12, 40, 10, 11}));
-  EXPECT_STREQ(t.settle(trial)->name(), "b");
+  EXPECT_EQ(choiceAfter({{40, 44, 42}, {10, 10, 10}, {12, 11, 13}}, 8, {42, 10, 12, 40, 10, 11}),
+            "b");
 }
 
 // A busy machine: the model's pick had one slow call. A challenger whose median is lower but
 // not below the pick's fastest call has not shown it is faster, and the pick stays.
 TEST(OnlineTuner, AChallengerWithinThePicksSpreadDoesNotReplaceIt) {
-  OnlineTuner t(3, 16);
-  OnlineTuner::Trial* trial = nullptr;
-  runTrials(t, &trial, {{10, 30, 12}, {11, 11, 11}, {25, 25, 25}}, 10);
-  ASSERT_TRUE(t.readyToSettle(trial));
-  EXPECT_EQ(t.times(trial), (std::vector<double>{12, 11, 25, 10, 11, 25}));
-  EXPECT_STREQ(t.settle(trial)->name(), "a");
+  EXPECT_EQ(choiceAfter({{10, 30, 12}, {11, 11, 11}, {25, 25, 25}}, 10, {12, 11, 25, 10, 11, 25}),
+            "a");
 }
 
 TEST(OnlineTuner, ShortCallsGetMoreRoundsUpToEight) {
