@@ -47,6 +47,10 @@ void usage(FILE* out) {
           "  --reduce-gbps G   reduction speed per rank, GB/s; 0: free (default 0)\n"
           "  --cores C         cores per host shared by its local copies and reductions;\n"
           "                    0: one per rank (default 0)\n"
+          "  --flow-cores W    cores one local flow at full rate keeps busy, 1 to 2 (default 2)\n"
+          "  --cache BYTES     cache per host: local copies and reductions slow down once a\n"
+          "                    call's working set outgrows it; 0: no memory tier (default 0)\n"
+          "  --mem-slowdown F  their cost from memory over their cost in cache (default 1)\n"
           "  --chunk BYTES     ring pipeline chunk (default 512K, as COLLIE_CHUNK_BYTES)\n"
           "  --elem BYTES      element size (default 4)\n"
           "  -b, -e BYTES      smallest and largest size (default 8, 64M; K, M, G suffixes)\n"
@@ -120,6 +124,9 @@ enum Flag {
   kShmUs,
   kReduce,
   kCores,
+  kFlowCores,
+  kCache,
+  kMemSlowdown,
   kChunk,
   kElem,
   kCsv
@@ -136,6 +143,9 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
       {"shm-us", required_argument, nullptr, kShmUs},
       {"reduce-gbps", required_argument, nullptr, kReduce},
       {"cores", required_argument, nullptr, kCores},
+      {"flow-cores", required_argument, nullptr, kFlowCores},
+      {"cache", required_argument, nullptr, kCache},
+      {"mem-slowdown", required_argument, nullptr, kMemSlowdown},
       {"chunk", required_argument, nullptr, kChunk},
       {"elem", required_argument, nullptr, kElem},
       {"csv", required_argument, nullptr, kCsv},
@@ -190,6 +200,18 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
         break;
       case kCores:
         ok = parseLong(optarg, 0, 1 << 20, &v), o->links.cores = static_cast<int>(v);
+        break;
+      case kCache: {
+        size_t c = 0;
+        ok = parseSize(optarg, &c), o->links.cacheBytes = static_cast<double>(c);
+        break;
+      }
+      case kFlowCores:
+        ok = parseDouble(optarg, &o->links.flowCores) && o->links.flowCores >= 1 &&
+             o->links.flowCores <= 2;
+        break;
+      case kMemSlowdown:
+        ok = parseDouble(optarg, &o->links.memSlowdown) && o->links.memSlowdown >= 1;
         break;
       case kChunk:
         ok = parseSize(optarg, &o->predict.chunkBytes) && o->predict.chunkBytes > 0;
@@ -263,7 +285,8 @@ void printHeader(const CliOptions& o) {
     printf("reduce %g GB/s; ", l.reduceGBps);
   else
     printf("reduce free; ");
-  if (l.cores > 0) printf("%d cores per host; ", l.cores);
+  if (l.cores > 0) printf("%d cores per host, %g per local flow; ", l.cores, l.flowCores);
+  if (l.cacheBytes > 0) printf("cache %.0f B, memory %gx slower; ", l.cacheBytes, l.memSlowdown);
   printf("chunk %zu B; elements of %zu B\n#\n", o.predict.chunkBytes, o.predict.elemSize);
   printf("# %12s", "size(B)");
   for (const SimAlgorithm* a : o.algos) printf("  %24s", a->name);

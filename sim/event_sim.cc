@@ -59,22 +59,27 @@ struct Channel {
 
 class Engine {
  public:
-  Engine(const std::vector<Schedule>& ranks, const Topology& topo, const Links& links)
+  Engine(const std::vector<Schedule>& ranks, const Topology& topo, const Links& links,
+         double workingSetBytes)
       : ranks_(ranks), topo_(topo), links_(links), n_(static_cast<int>(ranks.size())) {
     const int h = topo.hosts;
     const bool shm = links.shm.gbps > 0;
     const Tier& local = shm ? links.shm : links.net;
+    const double slow = memoryFactor(links, workingSetBytes);
+    const double copy = local.gbps * 1e3 / slow;
     ports_.resize(3 * h + n_);
     for (int i = 0; i < 2 * h; ++i) ports_[i].cap = links.net.gbps * 1e3;
-    for (int i = 2 * h; i < 2 * h + n_; ++i) ports_[i].cap = local.gbps * 1e3;
-    for (int i = 2 * h + n_; i < 3 * h + n_; ++i) ports_[i].cap = links.cores * local.gbps * 1e3;
+    for (int i = 2 * h; i < 2 * h + n_; ++i) ports_[i].cap = copy;
+    // Every local flow keeps flowCores cores copying (sim_model.h).
+    for (int i = 2 * h + n_; i < 3 * h + n_; ++i)
+      ports_[i].cap = links.cores * copy / links.flowCores;
     std::vector<int> perHost(h, 0);
     for (int r = 0; r < n_; ++r) ++perHost[topo.hostOf(r)];
     reduceRate_.resize(n_);
     for (int r = 0; r < n_; ++r) {
       int c = perHost[topo.hostOf(r)];
       double share = links.cores > 0 && links.cores < c ? double(links.cores) / c : 1.0;
-      reduceRate_[r] = links.reduceGBps * 1e3 * share;
+      reduceRate_[r] = links.reduceGBps * 1e3 * share / slow;
     }
     cursor_.assign(n_, 0);
     blockedOn_.assign(n_, -1);
@@ -317,7 +322,7 @@ class Engine {
 }  // namespace
 
 SimResult simulate(const std::vector<sched::Schedule>& ranks, const Topology& topo,
-                   const Links& links) {
+                   const Links& links, double workingSetBytes) {
   SimResult bad;
   if (static_cast<int>(ranks.size()) != topo.nranks || topo.hosts < 1 || topo.hosts > topo.nranks) {
     bad.error = "topology of " + std::to_string(topo.nranks) + " ranks on " +
@@ -342,7 +347,7 @@ SimResult simulate(const std::vector<sched::Schedule>& ranks, const Topology& to
       }
     }
   }
-  return Engine(ranks, topo, links).run();
+  return Engine(ranks, topo, links, workingSetBytes).run();
 }
 
 }  // namespace sim

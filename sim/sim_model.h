@@ -4,7 +4,13 @@
 // shared by all the ranks of that host (a NIC is full duplex). Inside a host the CPU moves the
 // data (shared-memory copies, or loopback tcp without an shm tier, at the network's rates): a
 // flow passes the copy port of its sender and of its receiver, one port per rank for both
-// directions, and, with cores set, the host's pool of cores, which all its local flows share.
+// directions, and, with cores set, the host's pool of cores, which all its local flows share;
+// a local flow keeps flowCores cores busy: two, its sender's copy in and its receiver's copy
+// out, when copying is all they do, fewer when the copy ports' rate also holds time a core
+// spends waiting (on its peer, on a handoff) that another rank's copy can use.
+// With a memory tier, local copies and reductions slow down once a call's working set on a
+// host (every local rank's input and output) outgrows the cache: by memSlowdown when none of
+// it fits, in proportion to the part that does not.
 #pragma once
 
 #include <cstddef>
@@ -29,8 +35,19 @@ struct Links {
   Tier shm{1.0, 100.0};   // per rank copy port, each direction; gbps 0: no shm tier
   double reduceGBps = 0;  // per rank reduction speed; 0: reductions are free
   int cores = 0;          // per host; 0: as many as ranks. Fewer cores than ranks slow local copies
-                          // (the pool holds cores ports' worth) and reductions (by cores / ranks)
+                          // (the pool holds cores / flowCores flows at full rate) and
+                          // reductions (by cores / ranks)
+  double flowCores = 2;   // cores one local flow at full rate keeps busy, 1 to 2
+  double cacheBytes = 0;  // per host; 0: no memory tier
+  double memSlowdown = 1;  // cost of a byte from memory over its cost from the cache
 };
+
+// How much slower than in cache local copies and reductions run when a host's ranks work on
+// workingSetBytes together: 1 + (memSlowdown - 1) * the part of the set the cache cannot hold.
+inline double memoryFactor(const Links& l, double workingSetBytes) {
+  if (l.cacheBytes <= 0 || workingSetBytes <= l.cacheBytes) return 1.0;
+  return 1.0 + (l.memSlowdown - 1.0) * (1.0 - l.cacheBytes / workingSetBytes);
+}
 
 }  // namespace sim
 }  // namespace collie

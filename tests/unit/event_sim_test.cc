@@ -97,7 +97,9 @@ TEST(EventSim, LocalCopiesShareARanksPortBothWays) {
 }
 
 TEST(EventSim, FewerCoresThanRanksSlowLocalCopiesAndReductions) {
-  // Two disjoint one-way copies on one host: independent with a core each, halved on one core.
+  // Two disjoint one-way copies on one host: independent with a core per rank. Each keeps two
+  // cores copying (its sender's and its receiver's), so on two cores they run at half speed,
+  // on one core at a quarter; at one core per flow (copy ports that also hold waiting), at half.
   Links l = netOnly();
   l.shm = {0.5, 10.0};
   std::vector<Schedule> s(4);
@@ -107,8 +109,13 @@ TEST(EventSim, FewerCoresThanRanksSlowLocalCopiesAndReductions) {
   s[3].recv(2, 1000000, false);
   l.cores = 4;
   EXPECT_DOUBLE_EQ(simulate(s, Topology{4, 1}, l).timeUs, 0.5 + 1000000 / 10e3);
-  l.cores = 1;
+  l.cores = 2;
   EXPECT_DOUBLE_EQ(simulate(s, Topology{4, 1}, l).timeUs, 0.5 + 2 * 1000000 / 10e3);
+  l.cores = 1;
+  EXPECT_DOUBLE_EQ(simulate(s, Topology{4, 1}, l).timeUs, 0.5 + 4 * 1000000 / 10e3);
+  l.flowCores = 1;
+  EXPECT_DOUBLE_EQ(simulate(s, Topology{4, 1}, l).timeUs, 0.5 + 2 * 1000000 / 10e3);
+  l.flowCores = 2;
   // Reductions: 4 ranks on 2 cores reduce at half speed.
   std::vector<Schedule> t(4);
   t[0].send(1, 1000000);
@@ -117,6 +124,39 @@ TEST(EventSim, FewerCoresThanRanksSlowLocalCopiesAndReductions) {
   l.reduceGBps = 1.0;
   EXPECT_DOUBLE_EQ(simulate(t, Topology{4, 1}, l).timeUs,
                    0.5 + 1000000 / 10e3 + 1000000 / (0.5 * 1e3));
+}
+
+TEST(EventSim, AWorkingSetBeyondTheCacheSlowsLocalCopiesAndReductions) {
+  Links l = netOnly();
+  l.shm = {0.5, 10.0};
+  l.reduceGBps = 1.0;
+  l.cacheBytes = 4e6;
+  l.memSlowdown = 3;
+  EXPECT_DOUBLE_EQ(memoryFactor(l, 2e6), 1.0);
+  EXPECT_DOUBLE_EQ(memoryFactor(l, 4e6), 1.0);
+  EXPECT_DOUBLE_EQ(memoryFactor(l, 8e6), 2.0);  // half of it from memory
+  EXPECT_DOUBLE_EQ(memoryFactor(l, 16e6), 2.5);
+  std::vector<Schedule> s(2);
+  s[0].send(1, 1000000);
+  s[1].recv(0, 1000000, true);
+  const double inCache = 0.5 + 1000000 / 10e3 + 1000000 / 1e3;
+  EXPECT_DOUBLE_EQ(simulate(s, Topology{2, 1}, l, 4e6).timeUs, inCache);
+  EXPECT_DOUBLE_EQ(simulate(s, Topology{2, 1}, l, 8e6).timeUs,
+                   0.5 + 2 * 1000000 / 10e3 + 2 * 1000000 / 1e3);
+  // Across hosts only the reduction slows: the network is not the memory.
+  EXPECT_DOUBLE_EQ(simulate(s, Topology{2, 2}, l, 8e6).timeUs,
+                   kAlpha + 1000000 / kBpus + 2 * 1000000 / 1e3);
+  // predict() counts each local rank's input and output: a 2-rank ring of 1 MB on one host
+  // works on 4 MB, which this cache holds; of 2 MB on 8 MB, half of which it does not.
+  l.reduceGBps = 0;
+  Links noTier = l;
+  noTier.cacheBytes = 0;
+  const SimAlgorithm* ring = findSimAlgorithm("ring");
+  ASSERT_NE(ring, nullptr);
+  EXPECT_DOUBLE_EQ(predict(*ring, Collective::kAllReduce, 1000000, Topology{2, 1}, l).timeUs,
+                   predict(*ring, Collective::kAllReduce, 1000000, Topology{2, 1}, noTier).timeUs);
+  EXPECT_GT(predict(*ring, Collective::kAllReduce, 2000000, Topology{2, 1}, l).timeUs,
+            1.5 * predict(*ring, Collective::kAllReduce, 2000000, Topology{2, 1}, noTier).timeUs);
 }
 
 TEST(EventSim, ReductionsQueueOnTheReceiver) {
