@@ -167,7 +167,8 @@ double phase(bool bidir, double seconds, int streams) {
 
 TcpRates measureTcp(double seconds) {
   TcpRates r;
-  // The better of one and two connections (Collie stripes over COLLIE_NSOCKS, 2 by default).
+  // The better of one and two connections (Collie stripes over COLLIE_NSOCKS, on one host 2 by
+  // default).
   double one = std::max(phase(false, seconds, 1), phase(false, seconds, 2));
   double both = std::max(phase(true, seconds, 1), phase(true, seconds, 2));
   r.ok = one > 0 && both > 0;

@@ -172,9 +172,11 @@ class TcpPair : public Pair {
     std::vector<std::vector<std::unique_ptr<Connection>>> conns(2);
     Status st[2];
     std::thread other([&] {
-      st[1] = t[1]->connectAll(addrs, {true, true}, Deadline::afterMs(kWaitMs), &conns[1]);
+      st[1] = t[1]->connectAll(addrs, std::vector<bool>{true, true}, Deadline::afterMs(kWaitMs),
+                               &conns[1]);
     });
-    st[0] = t[0]->connectAll(addrs, {true, true}, Deadline::afterMs(kWaitMs), &conns[0]);
+    st[0] = t[0]->connectAll(addrs, std::vector<bool>{true, true}, Deadline::afterMs(kWaitMs),
+                             &conns[0]);
     other.join();
     if (!st[0].isOk() || !st[1].isOk()) {
       error = "tcp connect: " + (st[0].isOk() ? st[1] : st[0]).toString();

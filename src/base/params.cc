@@ -17,7 +17,9 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_CONNECT_TIMEOUT_MS", "", "deadline of init rendezvous; COLLIE_TIMEOUT_MS if unset"},
       {"COLLIE_SOCKET_IFNAME", "",
        "interface (or prefix, ^ to exclude) whose address ranks listen on and advertise"},
-      {"COLLIE_NSOCKS", "2", "TCP sockets per peer; messages >= COLLIE_STRIPE_BYTES are striped"},
+      {"COLLIE_NSOCKS", "0",
+       "TCP sockets per peer, 1..64; 0: 2 to a peer on this host, 1 to a peer on another host. "
+       "Messages >= COLLIE_STRIPE_BYTES are striped over a peer's sockets"},
       {"COLLIE_STRIPE_BYTES", "256K", "smallest message striped over all of a peer's sockets"},
       {"COLLIE_CHUNK_BYTES", "512K", "pipeline chunk of the ring algorithm, bytes"},
       {"COLLIE_SOCKET_BUFFER", "4M", "SO_SNDBUF/SO_RCVBUF per socket (0 = kernel default)"},

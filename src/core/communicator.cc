@@ -290,7 +290,13 @@ Status CommImpl::init(BootstrapInfo info) {
     const char* via = useShm[p] ? "shm" : useUcx[p] ? "ucx" : "tcp";
     COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, via);
   }
-  Status cs = tcp_->connectAll(addrs, useTcp, deadline, &conns_);
+  // COLLIE_NSOCKS=0: two sockets to a peer on this host, where loopback moves a message's
+  // stripes with two kernel copies at once, one to a peer on another host, where a single flow
+  // keeps its congestion window in use (see README, COLLIE_NSOCKS).
+  std::vector<int> socks(nranks_, 0);
+  for (int p = 0; p < nranks_; ++p)
+    if (useTcp[p]) socks[p] = opt.nsocks > 0 ? opt.nsocks : hosts[p] == hosts[rank_] ? 2 : 1;
+  Status cs = tcp_->connectAll(addrs, socks, deadline, &conns_);
   if (!cs.isOk()) return cs.withContext(where);
   COLLIE_RETURN_IF_ERROR(store_->set("ready/" + std::to_string(rank_), "1").withContext(where));
   if (server_) {
@@ -322,8 +328,9 @@ Status CommImpl::init(BootstrapInfo info) {
     link_ = linkModelFor(links.value(), anyTcp, anyUcx);
     localLink_ = shm_ ? links.value().shm : link_;
   }
-  COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, %d sockets per peer%s)", rank_,
-              nranks_, info.how.c_str(), tcp_->address().c_str(), opt.nsocks,
+  const int maxSocks = *std::max_element(socks.begin(), socks.end());
+  COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, up to %d sockets per peer%s)",
+              rank_, nranks_, info.how.c_str(), tcp_->address().c_str(), maxSocks,
               anyUcx ? ", ucx to some peers" : "");
   COLLIE_RETURN_IF_ERROR(probeNetwork(anyTcp || anyUcx).withContext(where));
   COLLIE_RETURN_IF_ERROR(setUpBackend(backend, hosts, deadline).withContext(where));

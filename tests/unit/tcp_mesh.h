@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,14 +20,16 @@ struct Mesh {
   std::vector<std::vector<std::unique_ptr<Connection>>> conns;  // [rank][peer]
 };
 
-inline Mesh connectMesh(int n, int nsocks) {
+// nsocks sockets between every two ranks, or, with socksFor, socksFor(r, p) between ranks r and
+// p (the transports then take per-peer counts, as the communicator gives them).
+inline Mesh connectMesh(int n, int nsocks, std::function<int(int, int)> socksFor = nullptr) {
   Mesh m;
   Identity id;
   memset(id.secret, 7, 16);
   id.commId = 99;
   id.nranks = n;
   TcpOptions opt;
-  opt.nsocks = nsocks;
+  opt.nsocks = socksFor ? 0 : nsocks;
   opt.stripeBytes = 4096;
   std::vector<std::string> addrs;
   auto lo = resolveHost("127.0.0.1", 0);
@@ -42,8 +45,14 @@ inline Mesh connectMesh(int n, int nsocks) {
   std::vector<Status> st(n);
   for (int r = 0; r < n; ++r)
     th.emplace_back([&, r] {
-      st[r] = m.transports[r]->connectAll(addrs, std::vector<bool>(n, true),
-                                          Deadline::afterMs(5000), &m.conns[r]);
+      if (!socksFor) {
+        st[r] = m.transports[r]->connectAll(addrs, std::vector<bool>(n, true),
+                                            Deadline::afterMs(5000), &m.conns[r]);
+        return;
+      }
+      std::vector<int> socks(n, 0);
+      for (int p = 0; p < n; ++p) socks[p] = p == r ? 0 : socksFor(r, p);
+      st[r] = m.transports[r]->connectAll(addrs, socks, Deadline::afterMs(5000), &m.conns[r]);
     });
   for (auto& t : th) t.join();
   for (int r = 0; r < n; ++r) EXPECT_TRUE(st[r].isOk()) << st[r].toString();

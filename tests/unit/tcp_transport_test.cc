@@ -27,8 +27,13 @@ FrameTag tagOf(uint32_t step) {
 }
 
 TEST(TcpTransport, ThreeRanksExchangeEverySizeStripedAndNot) {
-  for (int nsocks : {1, 3}) {
-    Mesh m = connectMesh(3, nsocks);
+  // 1 and 3 sockets between every two ranks, then a count per pair: 2 between ranks 0 and 1,
+  // 3 between 0 and 2, 1 between 1 and 2 (as the communicator connects peers on its own host
+  // and on others).
+  for (int nsocks : {1, 3, 0}) {
+    Mesh m = connectMesh(
+        3, nsocks,
+        nsocks > 0 ? std::function<int(int, int)>() : [](int r, int p) { return (r + p) % 3 + 1; });
     const size_t sizes[] = {0, 1, 17, 4095, 4096, 65537, 3 << 20};
     std::vector<std::thread> th;
     std::vector<int> bad(3, 0);
@@ -54,8 +59,20 @@ TEST(TcpTransport, ThreeRanksExchangeEverySizeStripedAndNot) {
       });
     }
     for (auto& t : th) t.join();
-    EXPECT_EQ(bad, (std::vector<int>{0, 0, 0})) << "nsocks " << nsocks;
+    EXPECT_EQ(bad, (std::vector<int>{0, 0, 0})) << "nsocks " << nsocks << " (0: per pair)";
   }
+}
+
+TEST(TcpTransport, BadSocketCountsAreInvalidArguments) {
+  Mesh m = connectMesh(2, 1);
+  std::vector<std::string> addrs{"127.0.0.1:1", "127.0.0.1:2"};
+  std::vector<std::unique_ptr<Connection>> conns;
+  Status s =
+      m.transports[0]->connectAll(addrs, std::vector<int>{0, 65}, Deadline::afterMs(100), &conns);
+  EXPECT_EQ(s.code(), collieInvalidArgument) << s.toString();
+  EXPECT_NE(s.toString().find("65 sockets to peer rank 1"), std::string::npos) << s.toString();
+  s = m.transports[0]->connectAll(addrs, std::vector<int>{0}, Deadline::afterMs(100), &conns);
+  EXPECT_EQ(s.code(), collieInvalidArgument) << s.toString();
 }
 
 TEST(TcpTransport, ClosedPeerIsAnErrorNamingIt) {

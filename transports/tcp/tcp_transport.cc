@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -122,8 +123,8 @@ TcpTransport::~TcpTransport() {
 StatusOr<std::unique_ptr<TcpTransport>> TcpTransport::create(const Identity& id,
                                                              const TcpOptions& opt,
                                                              SockAddr local) {
-  if (opt.nsocks < 1 || opt.nsocks > 64)
-    return invalidArgument("COLLIE_NSOCKS=" + std::to_string(opt.nsocks) + " must be 1..64");
+  if (opt.nsocks < 0 || opt.nsocks > 64)
+    return invalidArgument("COLLIE_NSOCKS=" + std::to_string(opt.nsocks) + " must be 0..64");
   std::unique_ptr<TcpTransport> t(new TcpTransport(id, opt));
   local.setPort(0);
   t->addr_ = local;
@@ -136,8 +137,26 @@ StatusOr<std::unique_ptr<TcpTransport>> TcpTransport::create(const Identity& id,
 Status TcpTransport::connectAll(const std::vector<std::string>& addrs,
                                 const std::vector<bool>& want, const Deadline& deadline,
                                 std::vector<std::unique_ptr<Connection>>* conns) {
-  const int n = id_.nranks, me = id_.rank, ns = opt_.nsocks;
-  std::vector<std::vector<int>> fds(n, std::vector<int>(ns, -1));
+  if (opt_.nsocks < 1) return invalidArgument("tcp connect: no socket count for the peers");
+  std::vector<int> socks(want.size(), 0);
+  for (size_t p = 0; p < want.size(); ++p) socks[p] = want[p] ? opt_.nsocks : 0;
+  return connectAll(addrs, socks, deadline, conns);
+}
+
+Status TcpTransport::connectAll(const std::vector<std::string>& addrs,
+                                const std::vector<int>& socks, const Deadline& deadline,
+                                std::vector<std::unique_ptr<Connection>>* conns) {
+  const int n = id_.nranks, me = id_.rank;
+  if (static_cast<int>(socks.size()) != n || static_cast<int>(addrs.size()) != n)
+    return invalidArgument("tcp connect: " + std::to_string(n) + " ranks, " +
+                           std::to_string(addrs.size()) + " addresses, " +
+                           std::to_string(socks.size()) + " socket counts");
+  for (int p = 0; p < n; ++p)
+    if (p != me && (socks[p] < 0 || socks[p] > 64))
+      return invalidArgument("tcp connect: " + std::to_string(socks[p]) + " sockets to peer rank " +
+                             std::to_string(p) + ", not 0..64");
+  std::vector<std::vector<int>> fds(n);
+  for (int p = 0; p < n; ++p) fds[p].assign(p == me ? 0 : socks[p], -1);
   auto closeAll = [&] {
     for (auto& v : fds)
       for (int fd : v)
@@ -146,7 +165,8 @@ Status TcpTransport::connectAll(const std::vector<std::string>& addrs,
   // Dial the higher ranks: their listeners are open before their address is published, so the
   // connects complete from the backlog even while those ranks are still dialling others.
   for (int p = me + 1; p < n; ++p) {
-    if (!want[p]) continue;
+    const int ns = socks[p];
+    if (ns == 0) continue;
     auto addr = parseSockAddr(addrs[p]);
     if (!addr.isOk()) {
       closeAll();
@@ -178,15 +198,15 @@ Status TcpTransport::connectAll(const std::vector<std::string>& addrs,
     }
   }
   int lower = 0;
-  for (int p = 0; p < me; ++p) lower += want[p] ? 1 : 0;
-  Status st = acceptPeers(lower * ns, want, deadline, &fds);
+  for (int p = 0; p < me; ++p) lower += socks[p];
+  Status st = acceptPeers(lower, socks, deadline, &fds);
   if (!st.isOk()) {
     closeAll();
     return st;
   }
   conns->resize(n);
   for (int p = 0; p < n; ++p) {
-    if (p == me || !want[p]) continue;
+    if (p == me || socks[p] == 0) continue;
     std::vector<std::unique_ptr<ByteStream>> streams;
     for (int fd : fds[p]) {
       tuneSocket(fd, opt_.userTimeoutMs, opt_.bufBytes, opt_.congestion);
@@ -199,7 +219,7 @@ Status TcpTransport::connectAll(const std::vector<std::string>& addrs,
   return Status::ok();
 }
 
-Status TcpTransport::acceptPeers(int expected, const std::vector<bool>& want,
+Status TcpTransport::acceptPeers(int expected, const std::vector<int>& socks,
                                  const Deadline& deadline, std::vector<std::vector<int>>* fds) {
   std::vector<Pending> pending;
   int have = 0;
@@ -217,7 +237,7 @@ Status TcpTransport::acceptPeers(int expected, const std::vector<bool>& want,
     if (ms == 0 && deadline.expired()) {
       std::string missing;
       for (int r = 0; r < id_.rank; ++r)
-        if (want[r] && (*fds)[r][0] < 0)
+        if (std::count((*fds)[r].begin(), (*fds)[r].end(), -1) > 0)
           missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       for (auto& p : pending) close(p.fd);
       return timeoutError("rank " + std::to_string(id_.rank) +
@@ -250,8 +270,8 @@ Status TcpTransport::acceptPeers(int expected, const std::vector<bool>& want,
       } else if (!secretEqual(h.secret, id_.secret) || h.commId != id_.commId) {
         drop(i, "wrong secret or communicator id");
       } else if (h.to != id_.rank || h.nranks != id_.nranks || h.from < 0 || h.from >= id_.rank ||
-                 !want[h.from] || h.nsocks != opt_.nsocks || h.sockIdx < 0 ||
-                 h.sockIdx >= opt_.nsocks || (*fds)[h.from][h.sockIdx] >= 0) {
+                 socks[h.from] == 0 || h.nsocks != socks[h.from] || h.sockIdx < 0 ||
+                 h.sockIdx >= socks[h.from] || (*fds)[h.from][h.sockIdx] >= 0) {
         drop(i, "hello does not fit this communicator (rank, size or COLLIE_NSOCKS differ)");
       } else {
         (*fds)[h.from][h.sockIdx] = p.fd;

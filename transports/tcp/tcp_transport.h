@@ -23,7 +23,7 @@ struct Identity {
 };
 
 struct TcpOptions {
-  int nsocks = 2;
+  int nsocks = 2;  // sockets to each peer connectAll(want) connects; 0: the caller gives counts
   size_t stripeBytes = 256 << 10;
   int bufBytes = 4 << 20;
   int64_t userTimeoutMs = 300000;
@@ -42,8 +42,11 @@ class TcpTransport : public Transport {
   std::string address() const { return addr_.toString(); }
   // Connects to every peer (addrs[r] is rank r's address): this rank dials higher ranks and
   // accepts lower ones, checking each hello. Strangers are dropped with a WARN.
-  // Only peers with want[p] are connected (the others use another transport); conns[p] is
-  // left alone for them.
+  // socks[p] sockets go to peer p, 1 to 64, and both ranks of a pair must ask the same count;
+  // a peer with 0 is not connected (it uses another transport) and conns[p] is left alone.
+  Status connectAll(const std::vector<std::string>& addrs, const std::vector<int>& socks,
+                    const Deadline& deadline, std::vector<std::unique_ptr<Connection>>* conns);
+  // The same with opt.nsocks sockets to each peer with want[p].
   Status connectAll(const std::vector<std::string>& addrs, const std::vector<bool>& want,
                     const Deadline& deadline, std::vector<std::unique_ptr<Connection>>* conns);
   // After init every connection to the listener is a stranger: accept and drop each one.
@@ -52,7 +55,7 @@ class TcpTransport : public Transport {
 
  private:
   TcpTransport(const Identity& id, const TcpOptions& opt) : id_(id), opt_(opt) {}
-  Status acceptPeers(int expected, const std::vector<bool>& want, const Deadline& deadline,
+  Status acceptPeers(int expected, const std::vector<int>& socks, const Deadline& deadline,
                      std::vector<std::vector<int>>* fds);
 
   Identity id_;
