@@ -150,11 +150,21 @@ TEST(OnlineTuner, ShortCallsGetMoreRoundsUpToEight) {
     }
   }
   EXPECT_EQ(calls, 2 * 8 * 3);
-  // 3 candidates at 1 ms: 20 ms / (2 calls x 3 candidates x 1 ms) affords 3 rounds.
+  // 3 candidates at 2.5 ms: 100 ms / (2 calls x 3 candidates x 2.5 ms) affords 6 rounds.
   calls = 0;
   for (;; ++calls) {
     t.next(
-        shape(9), [] { return three(1000); }, &trial);
+        shape(9), [] { return three(2500); }, &trial);
+    ASSERT_NE(trial, nullptr);
+    t.record(trial, 1);
+    if (t.readyToSettle(trial)) break;
+  }
+  EXPECT_EQ(calls + 1, 2 * 3 * 6);
+  // At 10 ms they afford fewer than the 3 rounds asked for, which they still get.
+  calls = 0;
+  for (;; ++calls) {
+    t.next(
+        shape(10), [] { return three(10000); }, &trial);
     ASSERT_NE(trial, nullptr);
     t.record(trial, 1);
     if (t.readyToSettle(trial)) break;
