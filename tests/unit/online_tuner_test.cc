@@ -150,26 +150,22 @@ TEST(OnlineTuner, ShortCallsGetMoreRoundsUpToEight) {
     }
   }
   EXPECT_EQ(calls, 2 * 8 * 3);
+  // Trial calls of a new shape whose three candidates the model predicts at us each, until
+  // the shape is ready to settle; -1 if a call was not a trial.
+  auto callsToSettle = [&t](int id, double us) {
+    OnlineTuner::Trial* tr = nullptr;
+    for (int n = 1;; ++n) {
+      t.next(
+          shape(id), [us] { return three(us); }, &tr);
+      if (tr == nullptr) return -1;
+      t.record(tr, 1);
+      if (t.readyToSettle(tr)) return n;
+    }
+  };
   // 3 candidates at 2.5 ms: 100 ms / (2 calls x 3 candidates x 2.5 ms) affords 6 rounds.
-  calls = 0;
-  for (;; ++calls) {
-    t.next(
-        shape(9), [] { return three(2500); }, &trial);
-    ASSERT_NE(trial, nullptr);
-    t.record(trial, 1);
-    if (t.readyToSettle(trial)) break;
-  }
-  EXPECT_EQ(calls + 1, 2 * 3 * 6);
+  EXPECT_EQ(callsToSettle(9, 2500), 2 * 3 * 6);
   // At 10 ms they afford fewer than the 3 rounds asked for, which they still get.
-  calls = 0;
-  for (;; ++calls) {
-    t.next(
-        shape(10), [] { return three(10000); }, &trial);
-    ASSERT_NE(trial, nullptr);
-    t.record(trial, 1);
-    if (t.readyToSettle(trial)) break;
-  }
-  EXPECT_EQ(calls + 1, 2 * 3 * 3);
+  EXPECT_EQ(callsToSettle(10, 10000), 2 * 3 * 3);
 }
 
 TEST(OnlineTuner, OneCandidateNeedsNoTrial) {
