@@ -138,7 +138,8 @@ Status CommImpl::init(BootstrapInfo info) {
                             info.storeAddr.toString() + ")";
   Deadline deadline = Deadline::afterMs(connectMs);
   algos_ = buildAlgorithms();
-  online_ = OnlineTuner(static_cast<int>(params().getInt("COLLIE_TUNER_TRIALS")), 4096);
+  online_ = OnlineTuner(static_cast<int>(params().getInt("COLLIE_TUNER_TRIALS")), 4096,
+                        static_cast<int>(params().getInt("COLLIE_TUNER_RUN")));
   tunerSpan_ = static_cast<double>(std::max<int64_t>(1, params().getInt("COLLIE_TUNER_SPAN")));
   {
     Status forced = findAlgorithm(params().getString("COLLIE_ALGO"), &forced_);
@@ -389,20 +390,41 @@ Status CommImpl::agreeOnMax(double* v, size_t n, const char* opName) {
 
 Status CommImpl::settleTrial(OnlineTuner::Trial* t, const CollArgs& args) {
   std::vector<double>& us = online_.times(t);
+  const bool runs = online_.inRuns(t);
   COLLIE_RETURN_IF_ERROR(agreeOnMax(us.data(), us.size(), "the tuner's trials"));
+  const std::vector<double> agreed = us;  // settle() may start the runs, which clear us
   Algorithm* chosen = online_.settle(t);
   if (logEnabled(LogLevel::kInfo, kLogColl)) {
     std::string line;
-    const size_t n = online_.candidates(t).size();
-    for (size_t i = 0; i < n; ++i) {
-      char buf[128];
-      snprintf(buf, sizeof(buf), "%s%s %.1f/%.1f us", i ? ", " : "",
-               online_.candidates(t)[i]->name(), us[i], us[n + i]);
-      line += buf;
+    if (runs) {
+      line = "in a row (mean) ";
+      for (size_t i = 0; i < t->runs.size(); ++i) {
+        char buf[128];
+        snprintf(buf, sizeof(buf), "%s%s %.1f us", i ? ", " : "", t->runs[i]->name(), agreed[i]);
+        line += buf;
+      }
+      line += std::string("; takes ") + chosen->name();
+    } else {
+      line = "tried (median/fastest) ";
+      const size_t n = online_.candidates(t).size();
+      for (size_t i = 0; i < n; ++i) {
+        char buf[128];
+        snprintf(buf, sizeof(buf), "%s%s %.1f/%.1f us", i ? ", " : "",
+                 online_.candidates(t)[i]->name(), agreed[i], agreed[n + i]);
+        line += buf;
+      }
+      if (chosen != nullptr) {
+        line += std::string("; takes ") + chosen->name();
+      } else {
+        line += "; runs in a row";
+        for (size_t i = 0; i < t->runs.size(); ++i)
+          line += std::string(i ? ", " : " ") + t->runs[i]->name();
+        line += " (" + std::to_string(t->blocks) + " blocks of " + std::to_string(t->blockCalls) +
+                " calls each)";
+      }
     }
-    COLLIE_INFO(kLogColl, "tuner: %s count %zu %s: tried (median/fastest) %s; takes %s",
-                collectiveName(args.coll), args.count, dtypeName(args.dtype), line.c_str(),
-                chosen->name());
+    COLLIE_INFO(kLogColl, "tuner: %s count %zu %s: %s", collectiveName(args.coll), args.count,
+                dtypeName(args.dtype), line.c_str());
   }
   return Status::ok();
 }

@@ -38,22 +38,50 @@ int OnlineTuner::roundsFor(size_t n, double bestUs) const {
   return std::max(trials_, std::min(kMaxRounds, static_cast<int>(affordable)));
 }
 
+namespace {
+
+// Adds us to samples; returns their median, and their fastest in *fastest.
+double addSample(std::vector<double>& samples, double us, double* fastest) {
+  samples.push_back(us);
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t m = sorted.size() / 2;
+  *fastest = sorted.front();
+  return sorted.size() % 2 == 1 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2;
+}
+
+}  // namespace
+
 void OnlineTuner::record(Trial* t, double us) {
+  if (t->blockCalls > 0) {
+    const size_t run = static_cast<size_t>(t->runsDone / t->blockCalls) % t->runs.size();
+    const int at = t->runsDone % t->blockCalls;
+    ++t->runsDone;
+    if (at >= warmCalls(t->blockCalls)) {
+      // The mean, not the median: a call in a few that stalls (a TCP loss probe, a peer late)
+      // costs a training loop its whole time.
+      std::vector<double>& b = t->runSamples[run];
+      b.push_back(us);
+      double sum = 0;
+      for (double x : b) sum += x;
+      t->timesUs[run] = sum / static_cast<double>(b.size());
+    }
+    return;
+  }
   const size_t n = t->candidates.size(), i = static_cast<size_t>(t->calls) / 2 % n;
   const bool timed = t->calls % 2 == 1;
   ++t->calls;
   if (!timed) return;
-  std::vector<double>& b = t->samples[i];
-  b.push_back(us);
-  std::vector<double> sorted = b;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t m = sorted.size() / 2;
-  t->timesUs[i] = sorted.size() % 2 == 1 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2;
-  t->timesUs[n + i] = sorted.front();
+  double fastest = 0;
+  t->timesUs[i] = addSample(t->samples[i], us, &fastest);
+  t->timesUs[n + i] = fastest;
 }
 
 bool OnlineTuner::readyToSettle(const Trial* t) const {
-  return t->chosen == nullptr && t->calls >= 2 * t->rounds * static_cast<int>(t->candidates.size());
+  if (t->chosen != nullptr) return false;
+  if (t->blockCalls > 0)
+    return t->runsDone >= t->blocks * t->blockCalls * static_cast<int>(t->runs.size());
+  return t->calls >= 2 * t->rounds * static_cast<int>(t->candidates.size());
 }
 
 std::vector<double>& OnlineTuner::times(Trial* t) { return t->timesUs; }
@@ -63,14 +91,44 @@ const std::vector<Algorithm*>& OnlineTuner::candidates(const Trial* t) const {
 }
 
 Algorithm* OnlineTuner::settle(Trial* t) {
+  if (t->blockCalls > 0) {
+    // The fastest mean; of equals the earlier, the trials' pick first.
+    size_t best = 0;
+    for (size_t i = 1; i < t->runs.size(); ++i)
+      if (t->timesUs[i] < t->timesUs[best]) best = i;
+    t->chosen = t->runs[best];
+    return t->chosen;
+  }
   const size_t n = t->candidates.size();
   const double* median = t->timesUs.data();
   const double* fastest = median + n;
   size_t best = 0;
   for (size_t i = 1; i < n; ++i)
     if (median[i] < fastest[0] && (best == 0 || median[i] < median[best])) best = i;
-  t->chosen = t->candidates[best];
-  return t->chosen;
+  // The pick, then the others by median (of equals the model's order).
+  std::vector<size_t> order;
+  for (size_t i = 0; i < n; ++i)
+    if (i != best) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return median[x] < median[y]; });
+  order.insert(order.begin(), best);
+  order.resize(std::min<size_t>(order.size(), kRunCandidates));
+  // The agreed medians size the blocks alike on every rank.
+  double slowest = 0;
+  for (size_t i : order) slowest = std::max(slowest, median[i]);
+  const double affordable = kRunBudgetUs / std::max(slowest, 0.1);  // calls per candidate
+  const int calls = static_cast<int>(std::min(affordable, static_cast<double>(runCalls_)));
+  const int block = std::min(kMaxBlockCalls, calls / kMinRunBlocks);
+  if (n < 2 || block < kMinBlockCalls) {
+    t->chosen = t->candidates[best];
+    return t->chosen;
+  }
+  t->blockCalls = block;
+  t->blocks = calls / block;
+  for (size_t i : order) t->runs.push_back(t->candidates[i]);
+  t->runSamples.resize(t->runs.size());
+  t->timesUs.assign(t->runs.size(), 0);
+  return nullptr;
 }
 
 }  // namespace collie

@@ -1,20 +1,29 @@
 // The tuner's second opinion: the cost model ranks the algorithms, and for each new call shape
 // (collective, count, dtype, op, root, memory) the first calls try every algorithm the model
 // puts within a span of its best, a few times each. The ranks then agree on the times (the
-// slowest rank's, as a collective ends when its last rank does) and every later call of that
-// shape runs the model's pick, unless another candidate beat it clearly: its median call was
-// faster than the pick's fastest call (then the fastest such candidate runs). A model with a
-// handful of link figures cannot see what decides the race between algorithms that lie close:
-// how the caches and cores of this machine hand data from rank to rank, or how busy the host
-// is. Trying them can. But a few calls are a small sample on a busy machine, and a choice
-// stays for the communicator's life: a challenger that wins by less than the spread of the
-// pick's own calls does not replace the pick.
+// slowest rank's, as a collective ends when its last rank does) and pick the model's first
+// candidate, unless another candidate beat it clearly: its median call was faster than the
+// pick's fastest call (then the fastest such candidate). A model with a handful of link figures
+// cannot see what decides the race between algorithms that lie close: how the caches and cores
+// of this machine hand data from rank to rank, or how busy the host is. Trying them can. But a
+// few calls are a small sample on a busy machine, and a choice stays for the communicator's
+// life: a challenger that wins by less than the spread of the pick's own calls does not replace
+// the pick.
+//
+// Trials take turns, and that hides what some algorithms cost when a program calls them back to
+// back, as training loops and benchmarks do: ranks drift apart over a few calls, and a rank's
+// next call sends to a peer still busy with the last one, or finds the shared buffers in use.
+// So the trials' pick and the two best medians of the others then run in a row: blocks of calls
+// of one candidate, each candidate's blocks in turn, twice over (a slow spell of the machine
+// falls on more than one of them). The ranks agree on each candidate's mean call in its blocks,
+// and the shape settles on the fastest.
 //
 // This class holds the bookkeeping only; the communicator runs the calls, times them and
 // agrees on the times with its peers. Every rank must see the same shapes in the same order
 // with the same candidates, so each one settles at the same call.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <tuple>
@@ -60,14 +69,33 @@ class OnlineTuner {
   // trials: rounds (0: never try, the model decides), more for calls the model predicts to be
   // short, whose times one disturbed call would decide (up to kMaxRounds,
   // while the trials are predicted under kRoundsBudgetUs); maxShapes: how many shapes are
-  // tuned (later ones take the model's pick).
-  OnlineTuner(int trials, size_t maxShapes) : trials_(trials), maxShapes_(maxShapes) {}
+  // tuned (later ones take the model's pick); runCalls: the most calls each candidate makes in
+  // a row after the trials, in blocks (0: settle on the trials alone).
+  OnlineTuner(int trials, size_t maxShapes, int runCalls = 0)
+      : trials_(trials), maxShapes_(maxShapes), runCalls_(runCalls) {}
   static constexpr int kMaxRounds = 8;
   // Measured on 8 netns hosts (8 ranks on 2 cores, 1 Gbit/s): 20 ms afforded 3 rounds to calls
   // of about 1 ms, whose medians in one of two sweeps picked tree over recursive doubling at
   // 512 B, 2x slower; with 8 rounds two sweeps picked recursive doubling at every size up to
   // 32 KiB.
   static constexpr double kRoundsBudgetUs = 100000;
+  // Up to kRunCandidates run in a row, in blocks of up to kMaxBlockCalls calls, at least
+  // kMinRunBlocks per candidate: as many as fit in kRunBudgetUs per candidate at the slowest of
+  // their trial medians, up to runCalls calls in all. The first warmCalls() of a block are not
+  // timed (the switch from the other algorithm: on one host, 2 ranks, 32 KiB, blocks of 10 with
+  // 2 not timed had recursive doubling at 5-7 us, called 50 times in a row it takes 4-5). A shape
+  // whose calls are too long for kMinRunBlocks blocks of kMinBlockCalls skips the runs: a call that
+  // long hardly overlaps the next. Measured on one host, 2 ranks, 64 KiB: shm_direct took 7.5 us in
+  // its turns and 12 us called back to back, ring 7.6 and 7.4. On 8 netns hosts at 512 KiB rhd took
+  // 8 ms in its turns and a median 8 ms in a row too, but a mean of 13-26 ms: some calls stall.
+  static constexpr int kRunCandidates = 3;
+  static constexpr int kMinRunBlocks = 2;
+  static constexpr int kMaxBlockCalls = 25;
+  static constexpr double kRunBudgetUs = 400000;
+  static constexpr int kRunWarmCalls = 2;
+  // The calls of a block of blockCalls that are not timed: a quarter, at least kRunWarmCalls.
+  static int warmCalls(int blockCalls) { return std::max(kRunWarmCalls, blockCalls / 4); }
+  static constexpr int kMinBlockCalls = 4;
 
   struct Trial;
   // What runs for a call of this shape: the settled algorithm (trial is then nullptr), or the
@@ -78,14 +106,17 @@ class OnlineTuner {
 
   // A trial call of *t took us on this rank.
   void record(Trial* t, double us);
-  // Whether every candidate of *t has had its calls: then the ranks agree on times() (each
-  // candidate's median, then each one's fastest call, on this rank; replace each by the
-  // slowest rank's) and settle().
+  // Whether every candidate of *t has had its calls, in the trials or in the runs: then the
+  // ranks agree on times() (in the trials each candidate's median, then each one's fastest
+  // call; in the runs each candidate's mean call; all on this rank: replace each by the slowest
+  // rank's) and settle().
   bool readyToSettle(const Trial* t) const;
   std::vector<double>& times(Trial* t);
-  // Settles *t on the model's pick (candidate 0) or the challenger that beat it clearly (see
-  // above), and returns it.
+  // After the trials: picks the model's first candidate or the challenger that beat it clearly
+  // (see above); returns it when the shape settles on it, or nullptr when the runs come next
+  // (inRuns()). After the runs: settles on the fastest and returns it.
   Algorithm* settle(Trial* t);
+  bool inRuns(const Trial* t) const { return t->blockCalls > 0; }
   const std::vector<Algorithm*>& candidates(const Trial* t) const;
 
   struct Trial {
@@ -93,11 +124,18 @@ class OnlineTuner {
     // Per candidate, the median of its timed calls, then per candidate the fastest of them. A
     // challenger is judged by its median: an algorithm that is quick once and then slows down
     // when called again (its messages pile up in a network queue) must not win on its one
-    // quick call.
+    // quick call. In the runs: each run's mean call.
     std::vector<double> timesUs;
     std::vector<std::vector<double>> samples;  // per candidate, its calls' times so far
     int calls = 0;                             // trial calls made
     int rounds = 0;                            // each: two calls of every candidate
+    // The runs: the trials' pick, then the best medians of the others; block j runs
+    // runs[j % runs.size()], blockCalls calls (0: the runs have not begun), blocks per candidate.
+    std::vector<Algorithm*> runs;
+    int blockCalls = 0;
+    int blocks = 0;
+    int runsDone = 0;                             // calls made in the runs
+    std::vector<std::vector<double>> runSamples;  // per run candidate, its timed calls
     Algorithm* chosen = nullptr;
   };
 
@@ -107,6 +145,7 @@ class OnlineTuner {
 
   int trials_;
   size_t maxShapes_;
+  int runCalls_;
   std::map<CallShape, Trial> shapes_;
 };
 
@@ -129,6 +168,8 @@ Algorithm* OnlineTuner::next(const CallShape& s, MakeCandidates candidates, Tria
   Trial& t = it->second;
   if (t.chosen != nullptr) return t.chosen;
   *trial = &t;
+  if (t.blockCalls > 0)
+    return t.runs[static_cast<size_t>(t.runsDone / t.blockCalls) % t.runs.size()];
   // Rounds, each with two calls of every candidate in turn, the second one timed: a spell in
   // which the machine runs slow (another job, the hypervisor) falls on every candidate alike,
   // not on one candidate's calls, and the timed call finds the caches and threads as the

@@ -168,6 +168,108 @@ TEST(OnlineTuner, ShortCallsGetMoreRoundsUpToEight) {
   EXPECT_EQ(callsToSettle(10, 10000), 2 * 3 * 3);
 }
 
+// Runs the blocks of the runs of *trial (recording us(candidate name, call in its block)),
+// and returns the names that ran, in order.
+template <typename Us>
+std::vector<std::string> runBlocks(OnlineTuner& t, OnlineTuner::Trial* trial, Us us) {
+  std::vector<std::string> ran;
+  const int calls = trial->blocks * trial->blockCalls * static_cast<int>(trial->runs.size());
+  for (int i = 0; i < calls; ++i) {
+    OnlineTuner::Trial* tr = nullptr;
+    Algorithm* algo = t.next(
+        shape(1000), [] { return three(10000); }, &tr);
+    EXPECT_EQ(tr, trial);
+    EXPECT_FALSE(t.readyToSettle(trial));
+    ran.push_back(algo->name());
+    t.record(trial, us(ran.back(), i % trial->blockCalls));
+  }
+  return ran;
+}
+
+// One host, 2 ranks, 64 KiB: the pick took its turns fast and is slow called back to back. The
+// pick and the best two medians of the others then run in a row, in blocks, and the fastest
+// mean settles the shape.
+TEST(OnlineTuner, ThePickAndTheBestOthersRunInBlocksAndTheFastestMeanStays) {
+  OnlineTuner t(3, 16, 20);
+  OnlineTuner::Trial* trial = nullptr;
+  // Medians a 8, b 9, c 6; fastest a 7: c beats a's fastest call and is the pick; a and b
+  // follow by median.
+  runTrials(t, &trial, {{8, 7, 9}, {9, 9, 9}, {6, 6, 6}}, 1);
+  ASSERT_TRUE(trial != nullptr && t.readyToSettle(trial));
+  EXPECT_EQ(t.settle(trial), nullptr);
+  ASSERT_TRUE(t.inRuns(trial));
+  // 400 ms affords far more than 20 calls of 9 us: two blocks of 10 each. The first two calls
+  // of a block are not timed. c takes 12; b 14; a 8, but one timed call in four stalls at 30:
+  // a median of 8 and a mean of 13.5, the one that counts.
+  EXPECT_EQ(trial->blockCalls, 10);
+  EXPECT_EQ(trial->blocks, 2);
+  int timedA = 0;
+  const std::vector<std::string> ran = runBlocks(t, trial, [&](const std::string& name, int at) {
+    if (at < OnlineTuner::warmCalls(10)) return 1.0;
+    if (name == "a") return timedA++ % 4 == 0 ? 30.0 : 8.0;
+    return name == "b" ? 14.0 : 12.0;
+  });
+  std::vector<std::string> want;
+  for (int block = 0; block < 6; ++block)
+    want.insert(want.end(), 10, block % 3 == 0 ? "c" : block % 3 == 1 ? "a" : "b");
+  EXPECT_EQ(ran, want);
+  ASSERT_TRUE(t.readyToSettle(trial));
+  EXPECT_EQ(t.times(trial), (std::vector<double>{12, 13.5, 14}));
+  EXPECT_STREQ(t.settle(trial)->name(), "c");
+  Algorithm* algo = t.next(
+      shape(1000), [] { return three(10000); }, &trial);
+  EXPECT_STREQ(algo->name(), "c");
+  EXPECT_EQ(trial, nullptr);
+}
+
+// The agreed figures decide: another rank's calls of the pick were slower than a's.
+TEST(OnlineTuner, TheFastestAgreedMeanReplacesThePick) {
+  OnlineTuner t(3, 16, 8);
+  OnlineTuner::Trial* trial = nullptr;
+  runTrials(t, &trial, {{8, 7, 9}, {9, 9, 9}, {6, 6, 6}}, 1);
+  ASSERT_TRUE(trial != nullptr && t.readyToSettle(trial));
+  EXPECT_EQ(t.settle(trial), nullptr);
+  EXPECT_EQ(trial->blockCalls, 4);  // 8 calls each, as COLLIE_TUNER_RUN asks
+  const std::vector<std::string> ran =
+      runBlocks(t, trial, [](const std::string& name, int) { return name == "c" ? 7.0 : 8.0; });
+  EXPECT_EQ(ran.size(), 24u);
+  ASSERT_TRUE(t.readyToSettle(trial));
+  t.times(trial) = {9, 8.5, 8.7};
+  EXPECT_STREQ(t.settle(trial)->name(), "a");
+}
+
+// The blocks fit their budget of 400 ms per candidate and COLLIE_TUNER_RUN calls: 4 blocks of
+// 25 for calls of 9 us, 2 of 16 for 12 ms, 2 of 4 for 49 ms, and calls too long for that none
+// (the trials decide).
+TEST(OnlineTuner, RunsFitTheirBudgetAndLongCallsSkipThem) {
+  struct Case {
+    double us;
+    int blocks, blockCalls;
+  };
+  for (const Case& c : {Case{9, 4, 25}, Case{12000, 2, 16}, Case{49000, 2, 4}, Case{80000, 0, 0}}) {
+    SCOPED_TRACE(c.us);
+    const double us = c.us;
+    OnlineTuner t(3, 16, 100);
+    OnlineTuner::Trial* trial = nullptr;
+    runTrials(t, &trial, {{us, us, us}, {us + 1, us + 1, us + 1}, {us, us, us}}, us);
+    ASSERT_TRUE(trial != nullptr && t.readyToSettle(trial));
+    Algorithm* chosen = t.settle(trial);
+    EXPECT_EQ(trial->blocks, c.blocks);
+    EXPECT_EQ(trial->blockCalls, c.blockCalls);
+    if (c.blocks > 0) {
+      EXPECT_EQ(chosen, nullptr);
+      ASSERT_EQ(trial->runs.size(), 3u);
+      EXPECT_STREQ(trial->runs[0]->name(), "a");
+      EXPECT_STREQ(trial->runs[1]->name(), "c");  // then the others by median
+      EXPECT_STREQ(trial->runs[2]->name(), "b");
+    } else {
+      ASSERT_NE(chosen, nullptr);
+      EXPECT_STREQ(chosen->name(), "a");
+      EXPECT_FALSE(t.inRuns(trial));
+    }
+  }
+}
+
 TEST(OnlineTuner, OneCandidateNeedsNoTrial) {
   OnlineTuner t(3, 16);
   OnlineTuner::Trial* trial = nullptr;
@@ -199,6 +301,12 @@ TEST(OnlineTuner, OffOrFullLeavesTheChoiceToTheModel) {
   EXPECT_NE(full.next(
                 shape(5), [] { return three(1); }, &trial),
             nullptr);
+}
+
+TEST(OnlineTuner, AQuarterOfABlockWarmsUpAtLeastTwoCalls) {
+  EXPECT_EQ(OnlineTuner::warmCalls(4), 2);
+  EXPECT_EQ(OnlineTuner::warmCalls(10), 2);
+  EXPECT_EQ(OnlineTuner::warmCalls(25), 6);
 }
 
 TEST(OnlineTuner, TrialNamesSayTrialAndStay) {
