@@ -63,17 +63,24 @@ static std::string expandPath(const std::string& pattern) {
   return out;
 }
 
-void logInit() {
-  std::call_once(gLogOnce, [] {
-    gethostname(gHost, sizeof(gHost) - 1);
-    gLogSubsys.store(parseSubsys(params().getString("COLLIE_DEBUG_SUBSYS")));
-    std::string file = params().getString("COLLIE_DEBUG_FILE");
-    if (!file.empty()) {
-      FILE* f = fopen(expandPath(file).c_str(), "a");
-      if (f) gLogFile = f;
-    }
-    gLogLevel.store(static_cast<int>(parseLevel(params().getString("COLLIE_DEBUG"))));
-  });
+static void loadLogConfig() {
+  gethostname(gHost, sizeof(gHost) - 1);
+  gLogSubsys.store(parseSubsys(params().getString("COLLIE_DEBUG_SUBSYS")));
+  std::string file = params().getString("COLLIE_DEBUG_FILE");
+  if (!file.empty()) {
+    FILE* f = fopen(expandPath(file).c_str(), "a");
+    if (f) gLogFile = f;
+  }
+  gLogLevel.store(static_cast<int>(parseLevel(params().getString("COLLIE_DEBUG"))));
+}
+
+void logInit() { std::call_once(gLogOnce, loadLogConfig); }
+
+void logReload() {
+  std::lock_guard<std::mutex> l(gLogMu);
+  if (gLogFile != stderr) fclose(gLogFile);
+  gLogFile = stderr;
+  loadLogConfig();
 }
 
 void logSetRank(int rank) { gLogRank.store(rank); }

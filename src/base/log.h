@@ -20,6 +20,9 @@ enum LogSubsys : unsigned {
 extern std::atomic<int> gLogLevel;  // -1 until initialised from the environment
 
 void logInit();
+// Reads COLLIE_DEBUG, COLLIE_DEBUG_SUBSYS and COLLIE_DEBUG_FILE again: a process forked after
+// it logged (its settings are read once) and given a new environment.
+void logReload();
 void logSetRank(int rank);  // the [rank] of this process's prefix; -1 before init
 bool logEnabledSlow(LogLevel level, unsigned subsys);
 void logPrintf(LogLevel level, unsigned subsys, const char* file, int line, const char* fmt, ...)

@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "src/base/log.h"
+
 namespace collie {
 namespace testing {
 
@@ -96,6 +98,7 @@ std::vector<RankOutcome> runWorld(int n, const WorldOptions& opt,
         setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       }
       for (const auto& kv : opt.env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+      logReload();  // the parent may have logged already, with its own settings
       Reporter rep(p[1]);
       body(r, rep);
       fflush(stdout);

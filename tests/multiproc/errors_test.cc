@@ -11,6 +11,7 @@
 
 #include "collie/collie.h"
 #include "collie/collie.hpp"
+#include "src/base/log.h"
 #include "src/base/time.h"
 #include "src/memory/memory_kind.h"
 #include "tests/harness/process_world.h"
@@ -318,6 +319,21 @@ constexpr const char* kNotATransport = "bogus";
 #else
 constexpr const char* kNotATransport = "ucx";  // a build without UCX has no such transport
 #endif
+
+// A rank's COLLIE_DEBUG is its own, though the process that forked it logged first with its own
+// (the settings are read once): run as one binary, the tests after the first one that logged
+// lost their ranks' INFO lines.
+TEST(EnvInit, ARankLogsAtItsOwnLevelAfterItsParentLogged) {
+  unsetenv("COLLIE_DEBUG");
+  ASSERT_FALSE(logEnabled(LogLevel::kInfo, kLogInit));  // reads and keeps WARN
+  WorldOptions opt;
+  opt.env = {{"COLLIE_DEBUG", "INFO"}, {"COLLIE_DEBUG_SUBSYS", "INIT"}};
+  auto out = runWorld(1, opt, [](int, Reporter& rep) {
+    if (!logEnabled(LogLevel::kInfo, kLogInit)) rep.fail("INFO is off");
+    if (logEnabled(LogLevel::kInfo, kLogColl)) rep.fail("COLL is on");
+  });
+  expectAllPassed(out);
+}
 
 TEST(EnvInit, UnknownAlgorithmOrTransportIsRejectedAtInit) {
   for (auto kv : std::vector<std::pair<std::string, std::string>>{

@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "collie/collie.h"
-#include "src/base/log.h"
 #include "tests/harness/allreduce_cases.h"
 #include "tests/harness/process_world.h"
 
@@ -41,9 +40,7 @@ bool denyCrossMemoryAttach() {
 
 void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts, bool allTypes,
               CasePlacement placement = CasePlacement::kSame) {
-  // The INFO line tells which path the vote chose. The level is read from the environment once
-  // per process, and this one is forked from a test process that may have read it already.
-  gLogLevel.store(static_cast<int>(LogLevel::kInfo));
+  // The INFO line tells which path the vote chose.
   collieComm_t comm = nullptr;
   if (collieCommInitFromEnv(&comm) != collieSuccess) {
     rep.fail(std::string("init: ") + collieGetLastError(nullptr));

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "collie/collie.h"
-#include "src/base/log.h"
 #include "tests/harness/process_world.h"
 #include "tests/harness/reference.h"
 
@@ -156,7 +155,6 @@ TEST_P(TunerTrials, EveryRankTriesTheSameAlgorithmsAndSettlesAlike) {
   // A few elements (many rounds of short calls) and a count no rank count divides.
   const std::vector<size_t> counts = {7, 100003};
   auto out = runWorld(n, opt, [&](int rank, Reporter& rep) {
-    gLogLevel.store(static_cast<int>(LogLevel::kInfo));
     collieComm_t comm = nullptr;
     if (collieCommInitFromEnv(&comm) != collieSuccess)
       return rep.fail(std::string("init: ") + collieGetLastError(nullptr));
