@@ -186,18 +186,23 @@ std::vector<std::string> runBlocks(OnlineTuner& t, OnlineTuner::Trial* trial, Us
   return ran;
 }
 
+// Trials in which c is the pick (medians a 8, b 9, c 6; fastest a 7: c beats a's fastest call)
+// and a and b follow by median; returns the shape's trial, in its runs (nullptr if it is not).
+OnlineTuner::Trial* cPickedThenRuns(OnlineTuner& t) {
+  OnlineTuner::Trial* trial = nullptr;
+  runTrials(t, &trial, {{8, 7, 9}, {9, 9, 9}, {6, 6, 6}}, 1);
+  if (trial == nullptr || !t.readyToSettle(trial) || t.settle(trial) != nullptr || !t.inRuns(trial))
+    return nullptr;
+  return trial;
+}
+
 // One host, 2 ranks, 64 KiB: the pick took its turns fast and is slow called back to back. The
 // pick and the best two medians of the others then run in a row, in blocks, and the fastest
 // mean settles the shape.
 TEST(OnlineTuner, ThePickAndTheBestOthersRunInBlocksAndTheFastestMeanStays) {
   OnlineTuner t(3, 16, 20);
-  OnlineTuner::Trial* trial = nullptr;
-  // Medians a 8, b 9, c 6; fastest a 7: c beats a's fastest call and is the pick; a and b
-  // follow by median.
-  runTrials(t, &trial, {{8, 7, 9}, {9, 9, 9}, {6, 6, 6}}, 1);
-  ASSERT_TRUE(trial != nullptr && t.readyToSettle(trial));
-  EXPECT_EQ(t.settle(trial), nullptr);
-  ASSERT_TRUE(t.inRuns(trial));
+  OnlineTuner::Trial* trial = cPickedThenRuns(t);
+  ASSERT_NE(trial, nullptr);
   // 400 ms affords far more than 20 calls of 9 us: two blocks of 10 each. The first two calls
   // of a block are not timed. c takes 12; b 14; a 8, but one timed call in four stalls at 30:
   // a median of 8 and a mean of 13.5, the one that counts.
@@ -225,10 +230,8 @@ TEST(OnlineTuner, ThePickAndTheBestOthersRunInBlocksAndTheFastestMeanStays) {
 // The agreed figures decide: another rank's calls of the pick were slower than a's.
 TEST(OnlineTuner, TheFastestAgreedMeanReplacesThePick) {
   OnlineTuner t(3, 16, 8);
-  OnlineTuner::Trial* trial = nullptr;
-  runTrials(t, &trial, {{8, 7, 9}, {9, 9, 9}, {6, 6, 6}}, 1);
-  ASSERT_TRUE(trial != nullptr && t.readyToSettle(trial));
-  EXPECT_EQ(t.settle(trial), nullptr);
+  OnlineTuner::Trial* trial = cPickedThenRuns(t);
+  ASSERT_NE(trial, nullptr);
   EXPECT_EQ(trial->blockCalls, 4);  // 8 calls each, as COLLIE_TUNER_RUN asks
   const std::vector<std::string> ran =
       runBlocks(t, trial, [](const std::string& name, int) { return name == "c" ? 7.0 : 8.0; });
