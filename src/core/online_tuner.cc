@@ -33,6 +33,12 @@ const char* trialName(const Algorithm* algo) {
   return n.c_str();
 }
 
+size_t OnlineTuner::runIndex(const Trial& t) {
+  const size_t m = t.runs.size(), block = static_cast<size_t>(t.runsDone / t.blockCalls);
+  const size_t pos = block % m;
+  return block / m % 2 == 0 || pos == 0 ? pos : m - pos;
+}
+
 int OnlineTuner::roundsFor(size_t n, double bestUs) const {
   const double affordable = kRoundsBudgetUs / (2 * static_cast<double>(n) * std::max(bestUs, 0.1));
   return std::max(trials_, std::min(kMaxRounds, static_cast<int>(affordable)));
@@ -54,18 +60,15 @@ double addSample(std::vector<double>& samples, double us, double* fastest) {
 
 void OnlineTuner::record(Trial* t, double us) {
   if (t->blockCalls > 0) {
-    const size_t run = static_cast<size_t>(t->runsDone / t->blockCalls) % t->runs.size();
+    const size_t run = runIndex(*t);
     const int at = t->runsDone % t->blockCalls;
     ++t->runsDone;
-    if (at >= warmCalls(t->blockCalls)) {
-      // The mean, not the median: a call in a few that stalls (a TCP loss probe, a peer late)
-      // costs a training loop its whole time.
-      std::vector<double>& b = t->runSamples[run];
-      b.push_back(us);
-      double sum = 0;
-      for (double x : b) sum += x;
-      t->timesUs[run] = sum / static_cast<double>(b.size());
-    }
+    if (at < warmCalls(t->blockCalls)) return;
+    // The mean, not the median: a call in a few that stalls (a TCP loss probe, a peer late)
+    // costs a training loop its whole time.
+    t->runSum[run] += us;
+    ++t->runTimed[run];
+    t->timesUs[run] = t->runSum[run] / t->runTimed[run];
     return;
   }
   const size_t n = t->candidates.size(), i = static_cast<size_t>(t->calls) / 2 % n;
@@ -92,7 +95,7 @@ const std::vector<Algorithm*>& OnlineTuner::candidates(const Trial* t) const {
 
 Algorithm* OnlineTuner::settle(Trial* t) {
   if (t->blockCalls > 0) {
-    // The fastest mean; of equals the earlier, the trials' pick first.
+    // The fastest mean; of equals the earlier candidate, the trials' pick first.
     size_t best = 0;
     for (size_t i = 1; i < t->runs.size(); ++i)
       if (t->timesUs[i] < t->timesUs[best]) best = i;
@@ -126,8 +129,9 @@ Algorithm* OnlineTuner::settle(Trial* t) {
   t->blockCalls = block;
   t->blocks = calls / block;
   for (size_t i : order) t->runs.push_back(t->candidates[i]);
-  t->runSamples.resize(t->runs.size());
   t->timesUs.assign(t->runs.size(), 0);
+  t->runSum.assign(t->runs.size(), 0);
+  t->runTimed.assign(t->runs.size(), 0);
   return nullptr;
 }
 

@@ -14,9 +14,9 @@
 // back, as training loops and benchmarks do: ranks drift apart over a few calls, and a rank's
 // next call sends to a peer still busy with the last one, or finds the shared buffers in use.
 // So the trials' pick and the two best medians of the others then run in a row: blocks of calls
-// of one candidate, each candidate's blocks in turn, twice over (a slow spell of the machine
-// falls on more than one of them). The ranks agree on each candidate's mean call in its blocks,
-// and the shape settles on the fastest.
+// of one candidate, in rounds of one block of each, in an order in which every candidate
+// follows every other alike. The ranks agree on each candidate's mean call, and the shape
+// settles on the fastest.
 //
 // This class holds the bookkeeping only; the communicator runs the calls, times them and
 // agrees on the times with its peers. Every rank must see the same shapes in the same order
@@ -92,10 +92,10 @@ class OnlineTuner {
   static constexpr int kMinRunBlocks = 2;
   static constexpr int kMaxBlockCalls = 25;
   static constexpr double kRunBudgetUs = 400000;
+  static constexpr int kMinBlockCalls = 4;
   static constexpr int kRunWarmCalls = 2;
   // The calls of a block of blockCalls that are not timed: a quarter, at least kRunWarmCalls.
   static int warmCalls(int blockCalls) { return std::max(kRunWarmCalls, blockCalls / 4); }
-  static constexpr int kMinBlockCalls = 4;
 
   struct Trial;
   // What runs for a call of this shape: the settled algorithm (trial is then nullptr), or the
@@ -124,24 +124,33 @@ class OnlineTuner {
     // Per candidate, the median of its timed calls, then per candidate the fastest of them. A
     // challenger is judged by its median: an algorithm that is quick once and then slows down
     // when called again (its messages pile up in a network queue) must not win on its one
-    // quick call. In the runs: each run's mean call.
+    // quick call. In the runs: per candidate, its mean call.
     std::vector<double> timesUs;
     std::vector<std::vector<double>> samples;  // per candidate, its calls' times so far
     int calls = 0;                             // trial calls made
     int rounds = 0;                            // each: two calls of every candidate
-    // The runs: the trials' pick, then the best medians of the others; block j runs
-    // runs[j % runs.size()], blockCalls calls (0: the runs have not begun), blocks per candidate.
+    // The runs: the trials' pick, then the best medians of the others, blocks per candidate
+    // of blockCalls calls (0: the runs have not begun), in rounds of one block each
+    // (runIndex()).
     std::vector<Algorithm*> runs;
     int blockCalls = 0;
     int blocks = 0;
-    int runsDone = 0;                             // calls made in the runs
-    std::vector<std::vector<double>> runSamples;  // per run candidate, its timed calls
+    int runsDone = 0;            // calls made in the runs
+    std::vector<double> runSum;  // per candidate of the runs, its timed calls' sum
+    std::vector<int> runTimed;   // and count
     Algorithm* chosen = nullptr;
   };
 
  private:
   // Rounds of trials for n candidates, the cheapest predicted to take bestUs.
   int roundsFor(size_t n, double bestUs) const;
+  // The candidate of the runs that makes the next call: rounds of one block of each, every
+  // other round with all but the first in reverse (a b c, a c b): in two rounds every
+  // candidate follows every other once, so that no candidate always follows the same one (on 8
+  // netns hosts a candidate whose calls stall left the network congested for the block after it:
+  // ring, always after rhd, measured 11.9 ms at 512 KiB in the blocks and 9.2 ms in a run of its
+  // own).
+  static size_t runIndex(const Trial& t);
 
   int trials_;
   size_t maxShapes_;
@@ -168,8 +177,7 @@ Algorithm* OnlineTuner::next(const CallShape& s, MakeCandidates candidates, Tria
   Trial& t = it->second;
   if (t.chosen != nullptr) return t.chosen;
   *trial = &t;
-  if (t.blockCalls > 0)
-    return t.runs[static_cast<size_t>(t.runsDone / t.blockCalls) % t.runs.size()];
+  if (t.blockCalls > 0) return t.runs[runIndex(t)];
   // Rounds, each with two calls of every candidate in turn, the second one timed: a spell in
   // which the machine runs slow (another job, the hypervisor) falls on every candidate alike,
   // not on one candidate's calls, and the timed call finds the caches and threads as the

@@ -214,9 +214,9 @@ TEST(OnlineTuner, ThePickAndTheBestOthersRunInBlocksAndTheFastestMeanStays) {
     if (name == "a") return timedA++ % 4 == 0 ? 30.0 : 8.0;
     return name == "b" ? 14.0 : 12.0;
   });
+  // Rounds of a block each, the second with all but its first in reverse.
   std::vector<std::string> want;
-  for (int block = 0; block < 6; ++block)
-    want.insert(want.end(), 10, block % 3 == 0 ? "c" : block % 3 == 1 ? "a" : "b");
+  for (const char* name : {"c", "a", "b", "c", "b", "a"}) want.insert(want.end(), 10, name);
   EXPECT_EQ(ran, want);
   ASSERT_TRUE(t.readyToSettle(trial));
   EXPECT_EQ(t.times(trial), (std::vector<double>{12, 13.5, 14}));
@@ -225,6 +225,30 @@ TEST(OnlineTuner, ThePickAndTheBestOthersRunInBlocksAndTheFastestMeanStays) {
       shape(1000), [] { return three(10000); }, &trial);
   EXPECT_STREQ(algo->name(), "c");
   EXPECT_EQ(trial, nullptr);
+}
+
+// On the netns hosts the block after a stalling candidate's finds the network congested. Every
+// other round reverses all but its first block, so that every candidate follows every other
+// alike: c stalls, and the block after each of c's is slow (20, against 10). a follows c in
+// rounds 1 and 3, b in rounds 2 and 4.
+TEST(OnlineTuner, EveryCandidateFollowsEveryOtherAlike) {
+  OnlineTuner t(3, 16, 8);
+  OnlineTuner::Trial* trial = cPickedThenRuns(t);
+  ASSERT_NE(trial, nullptr);
+  ASSERT_EQ(trial->blockCalls, 4);
+  trial->blocks = 4;  // as if the budget allowed 16 calls each
+  std::string previousBlock, block;
+  const std::vector<std::string> ran = runBlocks(t, trial, [&](const std::string& name, int at) {
+    if (at == 0) previousBlock = block, block = name;
+    if (name == "c") return 30.0;
+    return previousBlock == "c" ? 20.0 : 10.0;
+  });
+  std::vector<std::string> want;
+  for (const char* name : {"c", "a", "b", "c", "b", "a", "c", "a", "b", "c", "b", "a"})
+    want.insert(want.end(), 4, name);
+  EXPECT_EQ(ran, want);
+  ASSERT_TRUE(t.readyToSettle(trial));
+  EXPECT_EQ(t.times(trial), (std::vector<double>{30, 15, 15}));
 }
 
 // The agreed figures decide: another rank's calls of the pick were slower than a's.
