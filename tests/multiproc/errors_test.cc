@@ -325,7 +325,8 @@ constexpr const char* kNotATransport = "ucx";  // a build without UCX has no suc
 // lost their ranks' INFO lines.
 TEST(EnvInit, ARankLogsAtItsOwnLevelAfterItsParentLogged) {
   unsetenv("COLLIE_DEBUG");
-  ASSERT_FALSE(logEnabled(LogLevel::kInfo, kLogInit));  // reads and keeps WARN
+  logReload();
+  ASSERT_FALSE(logEnabled(LogLevel::kInfo, kLogInit));  // WARN, kept
   WorldOptions opt;
   opt.env = {{"COLLIE_DEBUG", "INFO"}, {"COLLIE_DEBUG_SUBSYS", "INIT"}};
   auto out = runWorld(1, opt, [](int, Reporter& rep) {
