@@ -66,9 +66,18 @@ void OnlineTuner::record(Trial* t, double us) {
     if (at < warmCalls(t->blockCalls)) return;
     // The mean, not the median: a call in a few that stalls (a TCP loss probe, a peer late)
     // costs a training loop its whole time.
+    const size_t m = t->runs.size();
     t->runSum[run] += us;
     ++t->runTimed[run];
     t->timesUs[run] = t->runSum[run] / t->runTimed[run];
+    t->blockSum += us;
+    ++t->blockTimed;
+    if (at + 1 == t->blockCalls) {  // the block's mean, in its round
+      const size_t round = static_cast<size_t>((t->runsDone - 1) / t->blockCalls) / m;
+      t->timesUs[m + round * m + run] = t->blockSum / t->blockTimed;
+      t->blockSum = 0;
+      t->blockTimed = 0;
+    }
     return;
   }
   const size_t n = t->candidates.size(), i = static_cast<size_t>(t->calls) / 2 % n;
@@ -95,11 +104,21 @@ const std::vector<Algorithm*>& OnlineTuner::candidates(const Trial* t) const {
 
 Algorithm* OnlineTuner::settle(Trial* t) {
   if (t->blockCalls > 0) {
-    // The fastest mean; of equals the earlier candidate, the trials' pick first.
+    // The fastest mean; of equals the earlier candidate, the trials' pick first. It replaces
+    // the pick only if its block also beat the pick's in most rounds: blocks follow each other
+    // in time, and a slow spell of the machine that ends during the runs favours the later
+    // blocks (on one host, 2 ranks, 16 MiB, the trials ran 5x slow, and tree's blocks beat
+    // shm_direct's by their place in the round).
+    const size_t m = t->runs.size();
+    const double* mean = t->timesUs.data();
+    const double* block = mean + m;  // [round][candidate]
     size_t best = 0;
-    for (size_t i = 1; i < t->runs.size(); ++i)
-      if (t->timesUs[i] < t->timesUs[best]) best = i;
-    t->chosen = t->runs[best];
+    for (size_t i = 1; i < m; ++i)
+      if (mean[i] < mean[best]) best = i;
+    int won = 0;
+    for (int r = 0; r < t->blocks; ++r)
+      if (block[static_cast<size_t>(r) * m + best] < block[static_cast<size_t>(r) * m]) ++won;
+    t->chosen = t->runs[2 * won > t->blocks ? best : 0];
     return t->chosen;
   }
   const size_t n = t->candidates.size();
@@ -129,7 +148,8 @@ Algorithm* OnlineTuner::settle(Trial* t) {
   t->blockCalls = block;
   t->blocks = calls / block;
   for (size_t i : order) t->runs.push_back(t->candidates[i]);
-  t->timesUs.assign(t->runs.size(), 0);
+  // Each candidate's mean, then each block's mean by round and candidate.
+  t->timesUs.assign(t->runs.size() * (1 + static_cast<size_t>(t->blocks)), 0);
   t->runSum.assign(t->runs.size(), 0);
   t->runTimed.assign(t->runs.size(), 0);
   return nullptr;

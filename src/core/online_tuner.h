@@ -16,7 +16,7 @@
 // So the trials' pick and the two best medians of the others then run in a row: blocks of calls
 // of one candidate, in rounds of one block of each, in an order in which every candidate
 // follows every other alike. The ranks agree on each candidate's mean call, and the shape
-// settles on the fastest.
+// settles on the fastest, if its blocks also beat the pick's in most rounds.
 //
 // This class holds the bookkeeping only; the communicator runs the calls, times them and
 // agrees on the times with its peers. Every rank must see the same shapes in the same order
@@ -108,8 +108,8 @@ class OnlineTuner {
   void record(Trial* t, double us);
   // Whether every candidate of *t has had its calls, in the trials or in the runs: then the
   // ranks agree on times() (in the trials each candidate's median, then each one's fastest
-  // call; in the runs each candidate's mean call; all on this rank: replace each by the slowest
-  // rank's) and settle().
+  // call; in the runs each candidate's mean call, then each block's; all on this rank: replace
+  // each by the slowest rank's) and settle().
   bool readyToSettle(const Trial* t) const;
   std::vector<double>& times(Trial* t);
   // After the trials: picks the model's first candidate or the challenger that beat it clearly
@@ -124,7 +124,8 @@ class OnlineTuner {
     // Per candidate, the median of its timed calls, then per candidate the fastest of them. A
     // challenger is judged by its median: an algorithm that is quick once and then slows down
     // when called again (its messages pile up in a network queue) must not win on its one
-    // quick call. In the runs: per candidate, its mean call.
+    // quick call. In the runs: per candidate, its mean call; then per round, each candidate's
+    // block's mean call.
     std::vector<double> timesUs;
     std::vector<std::vector<double>> samples;  // per candidate, its calls' times so far
     int calls = 0;                             // trial calls made
@@ -138,6 +139,8 @@ class OnlineTuner {
     int runsDone = 0;            // calls made in the runs
     std::vector<double> runSum;  // per candidate of the runs, its timed calls' sum
     std::vector<int> runTimed;   // and count
+    double blockSum = 0;         // the current block's timed calls
+    int blockTimed = 0;
     Algorithm* chosen = nullptr;
   };
 

@@ -219,7 +219,8 @@ TEST(OnlineTuner, ThePickAndTheBestOthersRunInBlocksAndTheFastestMeanStays) {
   for (const char* name : {"c", "a", "b", "c", "b", "a"}) want.insert(want.end(), 10, name);
   EXPECT_EQ(ran, want);
   ASSERT_TRUE(t.readyToSettle(trial));
-  EXPECT_EQ(t.times(trial), (std::vector<double>{12, 13.5, 14}));
+  // The means, then each round's block means (c, a, b).
+  EXPECT_EQ(t.times(trial), (std::vector<double>{12, 13.5, 14, 12, 13.5, 14, 12, 13.5, 14}));
   EXPECT_STREQ(t.settle(trial)->name(), "c");
   Algorithm* algo = t.next(
       shape(1000), [] { return three(10000); }, &trial);
@@ -232,11 +233,11 @@ TEST(OnlineTuner, ThePickAndTheBestOthersRunInBlocksAndTheFastestMeanStays) {
 // alike: c stalls, and the block after each of c's is slow (20, against 10). a follows c in
 // rounds 1 and 3, b in rounds 2 and 4.
 TEST(OnlineTuner, EveryCandidateFollowsEveryOtherAlike) {
-  OnlineTuner t(3, 16, 8);
+  OnlineTuner t(3, 16, 100);
   OnlineTuner::Trial* trial = cPickedThenRuns(t);
   ASSERT_NE(trial, nullptr);
-  ASSERT_EQ(trial->blockCalls, 4);
-  trial->blocks = 4;  // as if the budget allowed 16 calls each
+  ASSERT_EQ(trial->blockCalls, 25);
+  ASSERT_EQ(trial->blocks, 4);
   std::string previousBlock, block;
   const std::vector<std::string> ran = runBlocks(t, trial, [&](const std::string& name, int at) {
     if (at == 0) previousBlock = block, block = name;
@@ -245,10 +246,11 @@ TEST(OnlineTuner, EveryCandidateFollowsEveryOtherAlike) {
   });
   std::vector<std::string> want;
   for (const char* name : {"c", "a", "b", "c", "b", "a", "c", "a", "b", "c", "b", "a"})
-    want.insert(want.end(), 4, name);
+    want.insert(want.end(), 25, name);
   EXPECT_EQ(ran, want);
   ASSERT_TRUE(t.readyToSettle(trial));
-  EXPECT_EQ(t.times(trial), (std::vector<double>{30, 15, 15}));
+  EXPECT_EQ(t.times(trial), (std::vector<double>{30, 15, 15,  // means
+                                                 30, 20, 10, 30, 10, 20, 30, 20, 10, 30, 10, 20}));
 }
 
 // The agreed figures decide: another rank's calls of the pick were slower than a's.
@@ -261,8 +263,33 @@ TEST(OnlineTuner, TheFastestAgreedMeanReplacesThePick) {
       runBlocks(t, trial, [](const std::string& name, int) { return name == "c" ? 7.0 : 8.0; });
   EXPECT_EQ(ran.size(), 24u);
   ASSERT_TRUE(t.readyToSettle(trial));
-  t.times(trial) = {9, 8.5, 8.7};
+  t.times(trial) = {9, 8.5, 8.7, 9, 8.5, 8.7, 9, 8.5, 8.7};
   EXPECT_STREQ(t.settle(trial)->name(), "a");
+}
+
+// A slow spell of the machine that ends during the runs favours the later blocks of a round:
+// the pick's block comes first. A challenger with the lower mean replaces the pick only if its
+// block beat the pick's in most rounds.
+TEST(OnlineTuner, AChallengerMustWinMostRoundsToo) {
+  for (int pickSlowRounds : {1, 2}) {
+    SCOPED_TRACE(pickSlowRounds);
+    OnlineTuner t(3, 16, 75);
+    OnlineTuner::Trial* trial = cPickedThenRuns(t);
+    ASSERT_NE(trial, nullptr);
+    ASSERT_EQ(trial->blocks, 3);
+    int pickBlocks = 0;
+    // c's first pickSlowRounds blocks take 50 (the spell), then 10; a takes 12, b 20.
+    runBlocks(t, trial, [&](const std::string& name, int at) {
+      if (name == "c") {
+        if (at == 0) ++pickBlocks;
+        return pickBlocks <= pickSlowRounds ? 50.0 : 10.0;
+      }
+      return name == "a" ? 12.0 : 20.0;
+    });
+    ASSERT_TRUE(t.readyToSettle(trial));
+    // a's mean is the lowest either way (c: 23.3 or 36.7); it won one round of three, or two.
+    EXPECT_STREQ(t.settle(trial)->name(), pickSlowRounds == 1 ? "c" : "a");
+  }
 }
 
 // The blocks fit their budget of 400 ms per candidate and COLLIE_TUNER_RUN calls: 4 blocks of
