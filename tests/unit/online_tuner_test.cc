@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -186,6 +187,13 @@ std::vector<std::string> runBlocks(OnlineTuner& t, OnlineTuner::Trial* trial, Us
   return ran;
 }
 
+// The names of blocks of calls each, in order.
+std::vector<std::string> blocksOf(std::initializer_list<const char*> names, size_t calls) {
+  std::vector<std::string> out;
+  for (const char* name : names) out.insert(out.end(), calls, name);
+  return out;
+}
+
 // Trials in which c is the pick (medians a 8, b 9, c 6; fastest a 7: c beats a's fastest call)
 // and a and b follow by median; returns the shape's trial, in its runs (nullptr if it is not).
 OnlineTuner::Trial* cPickedThenRuns(OnlineTuner& t) {
@@ -215,9 +223,7 @@ TEST(OnlineTuner, ThePickAndTheBestOthersRunInBlocksAndTheFastestMeanStays) {
     return name == "b" ? 14.0 : 12.0;
   });
   // Rounds of a block each, the second with all but its first in reverse.
-  std::vector<std::string> want;
-  for (const char* name : {"c", "a", "b", "c", "b", "a"}) want.insert(want.end(), 10, name);
-  EXPECT_EQ(ran, want);
+  EXPECT_EQ(ran, blocksOf({"c", "a", "b", "c", "b", "a"}, 10));
   ASSERT_TRUE(t.readyToSettle(trial));
   // The means, then each round's block means (c, a, b).
   EXPECT_EQ(t.times(trial), (std::vector<double>{12, 13.5, 14, 12, 13.5, 14, 12, 13.5, 14}));
@@ -244,10 +250,7 @@ TEST(OnlineTuner, EveryCandidateFollowsEveryOtherAlike) {
     if (name == "c") return 30.0;
     return previousBlock == "c" ? 20.0 : 10.0;
   });
-  std::vector<std::string> want;
-  for (const char* name : {"c", "a", "b", "c", "b", "a", "c", "a", "b", "c", "b", "a"})
-    want.insert(want.end(), 25, name);
-  EXPECT_EQ(ran, want);
+  EXPECT_EQ(ran, blocksOf({"c", "a", "b", "c", "b", "a", "c", "a", "b", "c", "b", "a"}, 25));
   ASSERT_TRUE(t.readyToSettle(trial));
   EXPECT_EQ(t.times(trial), (std::vector<double>{30, 15, 15,  // means
                                                  30, 20, 10, 30, 10, 20, 30, 20, 10, 30, 10, 20}));
