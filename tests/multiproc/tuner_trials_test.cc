@@ -2,7 +2,7 @@
 // algorithm after another (collieCommLastAlgorithm says "(trial)"), every result is right
 // during the trials and after, all ranks run the same algorithms call for call, and they
 // settle on the candidate the agreed times select, the one every rank logs: the trials pick
-// one, and it and the runner-up then run in a row.
+// one, and it and the next two by median then run in a row.
 #include <gtest/gtest.h>
 
 #include <algorithm>
