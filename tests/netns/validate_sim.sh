@@ -6,18 +6,21 @@
 # For each setting the link parameters come from 2-rank runs (calibration), fitted through
 # the simulator itself so that they mean what the model means by them; the prediction is then
 # checked on larger runs of both algorithms the simulator models:
-#   alpha, beta = the pair that fits the simulated 2-rank ring best to the measured one at
-#            1-16 MiB (least squares of the relative error)
-#   cache, memory slowdown (one host only) = the pair, from a grid, whose alpha and beta
-#            leave the smallest error
-#   reduce = the one that makes the simulated 2-rank recursive doubling take the measured time
-#            at 16 MiB (its one reduction is not overlapped); free when the transfer explains it
+#   alpha = the 2-rank ring's time at 8 bytes over its number of messages in a row
+#   beta = the one that fits the simulated 2-rank ring best to the measured one at 1-16 MiB
+#            with that alpha (least squares of the relative error)
+#   reduce = the one that fits the simulated 2-rank recursive doubling best to the measured one
+#            at 1-16 MiB with that alpha and beta (its one reduction is not overlapped); free
+#            when the transfer explains it
+#   cache, memory slowdown (one host only) = the pair, from a grid, whose alpha, beta and
+#            reduce leave the smallest error over both 2-rank algorithms
 #   cores per local flow (one host only) = the one, from a grid, that fits the 3-rank ring best:
 #            the first run with more ranks than this machine's 2 cores
-# Every run is collie-perf -z 3 -R $REPEATS (default 5), taking the fastest sweep at each size
-# (the model predicts a machine nothing else disturbs): a barrier between iterations, timed
-# without it, since the simulator predicts one collective from a common start (back to back,
-# recursive doubling's iterations overlap and collide on the links).
+# Every (setting, ranks, algorithm) is measured in $ROUNDS launches (default 3), one per round
+# over the whole set, each collie-perf -z 3 -R $REPEATS (default 2); at each size the fastest
+# sweep of them all counts (the model predicts a machine nothing else disturbs). -z 3: a barrier
+# between iterations, timed without it, since the simulator predicts one collective from a
+# common start (back to back, recursive doubling's iterations overlap and collide on the links).
 # Settings:
 #   netns  hosts of tests/netns/netns_hosts.sh, one rank each, links tbf-limited to $RATE
 #          (default 1gbit); validated on $NETNS_HOSTS hosts (default 4; needs root,
@@ -28,6 +31,9 @@
 # Prints one table row per (setting, ranks, algorithm, size >= 1 MiB) with the measured and
 # predicted times and their ratio; exits 1 if any prediction misses by more than $TOLERANCE
 # (default 0.25) of the measurement.
+# MEASURED=DIR keeps each collie-perf output in DIR and reuses the ones already there, so the
+# model can be fitted and checked again without measuring again, or a run topped up with more
+# rounds.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${1:-build/bin}
@@ -41,53 +47,89 @@ MAXB=16M
 MAXB_BYTES=16777216
 VSIZES="1048576 2097152 4194304 8388608 16777216"
 ITERS=${ITERS:-10}
-REPEATS=${REPEATS:-5}
+REPEATS=${REPEATS:-2}
+ROUNDS=${ROUNDS:-3}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/validate_sim.XXXXXX")
+DATA=${MEASURED:-$WORK}
+mkdir -p "$DATA" || exit 2
 trap 'rm -rf "$WORK"' EXIT
 for tool in collie-perf collie-sim collie-run; do
   [ -x "$BIN/$tool" ] || { echo "validate_sim: $BIN/$tool not built" >&2; exit 2; }
 done
 
-# measure SETTING NRANKS ALGO -> "size time_us" lines (mean of out-of-place and in-place).
-measure() {
-  local setting=$1 n=$2 algo=$3 out="$WORK/perf.$1.$2.$3"
-  local perf=(env COLLIE_ALGO="$algo" "$BIN/collie-perf" -b 8 -e $MAXB -f 2 -n "$ITERS" -w 3 -c 0 -z 3 -R "$REPEATS")
-  case $setting in
-    netns) timeout 900 bash "$HERE/netns_hosts.sh" -k "$n" -r "$RATE" -t 800 -- "${perf[@]}" ;;
-    tcp) COLLIE_TRANSPORT=tcp timeout 900 "$BIN/collie-run" -n "$n" --timeout 800 "${perf[@]}" ;;
-    shm) COLLIE_TRANSPORT=shm timeout 900 "$BIN/collie-run" -n "$n" --timeout 800 "${perf[@]}" ;;
-  esac >"$out" 2>"$WORK/err"
-  local rc=$?
-  if [ $rc -eq 77 ]; then
-    return 77
-  elif [ $rc -ne 0 ]; then
-    echo "validate_sim: $setting n=$n $algo: collie-perf failed ($rc): $(tail -n 5 "$WORK/err")" >&2
-    return 1
-  fi
-  fastest "$out"
+# The ranks each setting runs: 2 (and 3 on one host) calibrate, the rest validate.
+ranksOf() {
+  case $1 in
+    netns) echo 2 "$NETNS_HOSTS" ;;
+    *) echo 2 3 4 6 8 ;;
+  esac
 }
 
-# The fastest of the sweeps at each size, the mean of out-of-place and in-place: the model
-# predicts a machine that nothing else disturbs.
-fastest() {
-  awk '/^# Over/ { on = 1 } on && /^# +[0-9]/ { t[$2] += $6 / 2; if (!($2 in seen)) { seen[$2] = 1;
-      order[++k] = $2 } } END { for (i = 1; i <= k; ++i) printf "%s %.3f\n", order[i], t[order[i]] }' "$1"
+# run_perf SETTING NRANKS ALGO ROUND: one collie-perf launch into $DATA/perf.SETTING.N.ALGO.ROUND
+# (kept when already there). Returns 77 when the setting cannot run here.
+run_perf() {
+  local out="$DATA/perf.$1.$2.$3.$4"
+  [ -s "$out" ] && return 0
+  local perf=(env COLLIE_ALGO="$3" "$BIN/collie-perf" -b 8 -e $MAXB -f 2 -n "$ITERS" -w 3 -c 0 -z 3 -R "$REPEATS")
+  case $1 in
+    netns) timeout 900 bash "$HERE/netns_hosts.sh" -k "$2" -r "$RATE" -t 800 -- "${perf[@]}" ;;
+    tcp) COLLIE_TRANSPORT=tcp timeout 900 "$BIN/collie-run" -n "$2" --timeout 800 "${perf[@]}" ;;
+    shm) COLLIE_TRANSPORT=shm timeout 900 "$BIN/collie-run" -n "$2" --timeout 800 "${perf[@]}" ;;
+  esac >"$out.part" 2>"$WORK/err"
+  local rc=$?
+  if [ $rc -eq 77 ]; then
+    echo "SKIP: $1: $(grep -h SKIP "$out.part" "$WORK/err" | head -1)"
+    rm -f "$out.part"
+    return 77
+  elif [ $rc -ne 0 ]; then
+    echo "validate_sim: $1 n=$2 $3: collie-perf failed ($rc): $(tail -n 5 "$WORK/err")" >&2
+    rm -f "$out.part"
+    return 1
+  fi
+  mv "$out.part" "$out"
+}
+
+# measure SETTING NRANKS ALGO -> "size time_us" lines: at each size the fastest launch of all
+# rounds, each launch's figure being its fastest sweep, the mean of out-of-place and in-place.
+# The model predicts a machine that nothing else disturbs.
+measure() {
+  awk 'FNR == 1 { f[++nf] = FILENAME; on = 0 }
+    /^# Over/ { on = 1 }
+    on && /^# +[0-9]/ { t[FILENAME, $2] += $6 / 2; if (!($2 in seen)) { seen[$2] = 1; order[++k] = $2 } }
+    END { for (i = 1; i <= k; ++i) { s = order[i]; b = -1
+        for (j = 1; j <= nf; ++j) if ((f[j], s) in t && (b < 0 || t[f[j], s] < b)) b = t[f[j], s]
+        printf "%s %.3f\n", s, b } }' "$DATA/perf.$1.$2.$3".*
 }
 
 at() { awk -v s="$2" '$1 == s { print $2 }' "$1"; }
 
+# Every launch first, in $ROUNDS rounds over the whole set: the machine's slow spells last
+# minutes, so a launch's sweeps, seconds apart, can all fall in one; across rounds they hardly
+# do.
+runnable=()
+for setting in "${SETTINGS[@]}"; do
+  run_perf "$setting" 2 ring 1
+  rc=$?
+  [ $rc -eq 77 ] && continue
+  [ $rc -eq 0 ] || exit 1
+  runnable+=("$setting")
+done
+for round in $(seq 1 "$ROUNDS"); do
+  for setting in "${runnable[@]}"; do
+    for n in $(ranksOf "$setting"); do
+      for algo in recursive_doubling ring; do
+        run_perf "$setting" "$n" "$algo" "$round" || exit 1
+      done
+    done
+  done
+done
+
 printf "%-6s %5s %-19s %10s %12s %12s %7s\n" setting ranks algorithm size measured_us predicted_us pred/meas
 fails=0
-for setting in "${SETTINGS[@]}"; do
+for setting in "${runnable[@]}"; do
   # Calibration on 2 ranks.
   measure "$setting" 2 recursive_doubling >"$WORK/rd2"
-  rc=$?
-  if [ $rc -eq 77 ]; then
-    echo "SKIP: $setting: $(grep -h SKIP "$WORK"/perf.$setting.* | head -1)"
-    continue
-  fi
-  [ $rc -eq 0 ] || exit 1
-  measure "$setting" 2 ring >"$WORK/ring2" || exit 1
+  measure "$setting" 2 ring >"$WORK/ring2"
   cores=$(nproc)
   case $setting in
     netns) sizes=($NETNS_HOSTS) tier=(--shm-gbps 0) ;;
@@ -117,53 +159,71 @@ for setting in "${SETTINGS[@]}"; do
       beta=1
     fi
   }
-  # Latency and bandwidth fitted together to the 2-rank ring at every size from 1 MiB (least
-  # squares of the relative error): there the model's time is a * alpha + b / beta, with a and b
-  # from runs of the model at alpha 1 without a bandwidth term and at alpha 0 and 1 GB/s.
-  # Prints alpha, beta and the sum of squared relative errors.
+  # Latency from the 2-rank ring at 8 bytes, where the transfer costs nothing: its time over
+  # the model's time at alpha 1 without a bandwidth term. Bandwidth fitted to the 2-rank ring
+  # at every size from 1 MiB (least squares of the relative error): there the model's time is
+  # a * alpha + b / beta, with a from that run and b from one at alpha 0 and 1 GB/s. (Fitting
+  # alpha there too lets it soak up what caches do to the bandwidth, and ranks with more steps
+  # pay it many times over.) Prints alpha, beta and the sum of squared relative errors.
   fit() {
+    alpha=$(awk -v t="$(at "$WORK/ring2" 8)" -v a="$(alpha=1 SHM_GBPS=1e9 simt ring 2 8 --net-gbps 1e9)" \
+      'BEGIN { printf "%.3f", t / a }')
     for size in $VSIZES; do
       a=$(alpha=1 SHM_GBPS=1e9 simt ring 2 "$size" --net-gbps 1e9)
       b=$(alpha=0 SHM_GBPS=1 simt ring 2 "$size" --net-gbps 1)
       echo "$a $b $(at "$WORK/ring2" "$size")"
     done >"$WORK/fit"
-    read -r alpha bfit ringerr < <(awk '{ w = 1 / ($3 * $3); aa += w * $1 * $1;
-        ab += w * $1 * $2; bb += w * $2 * $2; at += w * $1 * $3; bt += w * $2 * $3; a[NR] = $1;
-        b[NR] = $2; t[NR] = $3 }
-      END { d = aa * bb - ab * ab; al = (at * bb - bt * ab) / d; x = (aa * bt - ab * at) / d;
-        if (al < 0) { al = 0; x = bt / bb }
+    awk -v al="$alpha" '{ a[NR] = $1; b[NR] = $2; t[NR] = $3
+        num += ($2 / $3) * (1 - al * $1 / $3); den += ($2 / $3) ^ 2 }
+      END { x = num / den
         for (i = 1; i <= NR; ++i) { e = (al * a[i] + x * b[i]) / t[i] - 1; err += e * e }
-        printf "%.3f %.6f %.6f\n", al, 1 / x, err }' "$WORK/fit")
-    printf "%s %s %s\n" "$alpha" "$bfit" "$ringerr"
+        printf "%.3f %.6f %.6f\n", al, 1 / x, err }' "$WORK/fit"
+  }
+  # The reduction speed, fitted to the 2-rank recursive doubling at every size from 1 MiB
+  # (least squares of the relative error) with the alpha and beta fitted: its one reduction is
+  # not overlapped, so there the model's time is r0 + k / reduce, with r0 from a run of the
+  # model with free reductions and k from one at 1 GB/s. Prints the reduction speed (0: free)
+  # and the sum of the ring's and recursive doubling's squared relative errors.
+  fitreduce() {
+    setbeta "$bfit"
+    for size in $VSIZES; do
+      r0=$(simt recursive_doubling 2 "$size" --net-gbps "$beta")
+      r1=$(simt recursive_doubling 2 "$size" --net-gbps "$beta" --reduce-gbps 1)
+      echo "$r0 $r1 $(at "$WORK/rd2" "$size")"
+    done | awk -v ringerr="$ringerr" '{ r0[NR] = $1; k[NR] = $2 - $1; m[NR] = $3;
+        num += (k[NR] / $3) * (1 - $1 / $3); den += (k[NR] / $3) ^ 2 }
+      END { x = den > 0 ? num / den : 0; if (x < 0) x = 0
+        for (i = 1; i <= NR; ++i) { e = (r0[i] + k[i] * x) / m[i] - 1; err += e * e }
+        printf "%.6f %.6f\n", (x > 0 ? 1 / x : 0), ringerr + err }'
   }
   # On one host the memory tier is fitted with them: the cache and the slowdown from memory
-  # whose ring fit leaves the smallest error.
+  # (from a grid) whose fits leave the smallest error over both 2-rank algorithms.
   if [ "$setting" = netns ]; then
-    best="$(fit) 0 1"
+    read -r alpha bfit ringerr < <(fit)
+    read -r reduce _ < <(fitreduce)
+    cache=0 slow=1
   else
     best=""
-    for cache in 2M 4M 8M 16M 32M; do
-      for slow in 1 1.25 1.5 1.75 2 2.5 3; do
+    for cache in 512K 1M 2M 4M 8M 16M; do
+      for slow in 1 1.25 1.5 1.75 2 2.5 3 4; do
         mem=(--cache "$cache" --mem-slowdown "$slow")
-        best=$(printf '%s\n%s %s %s\n' "$best" "$(fit)" "$cache" "$slow" |
-          awk 'NF == 5' | sort -g -k3 | head -1)
+        read -r alpha bfit ringerr < <(fit)
+        read -r reduce err < <(fitreduce)
+        best=$(printf '%s\n%s %s %s %s %s %s\n' "$best" "$err" "$alpha" "$bfit" "$reduce" "$cache" \
+          "$slow" | awk 'NF == 6' | sort -g -k1 | head -1)
       done
     done
+    read -r _ alpha bfit reduce cache slow <<<"$best"
   fi
-  read -r alpha bfit _ cache slow <<<"$best"
   mem=()
   [ "$setting" = netns ] || mem=(--cache "$cache" --mem-slowdown "$slow")
   setbeta "$bfit"
-  r0=$(simt recursive_doubling 2 $MAXB_BYTES --net-gbps "$beta")
-  r1=$(simt recursive_doubling 2 $MAXB_BYTES --net-gbps "$beta" --reduce-gbps 1)
-  reduce=$(awk -v m="$(at "$WORK/rd2" $MAXB_BYTES)" -v r0="$r0" -v r1="$r1" \
-    'BEGIN { printf "%.6f", (m > r0 ? (r1 - r0) / (m - r0) : 0) }')
   # One host: what a local flow costs the shared cores, from the 3-rank ring, the first run
   # with more ranks than cores on this machine (least squares of the relative error over a
   # grid); more ranks than that are the validation.
   calib3=""
   if [ "$setting" != netns ]; then
-    measure "$setting" 3 ring >"$WORK/ring3" || exit 1
+    measure "$setting" 3 ring >"$WORK/ring3"
     calib3=ring
     fc=$(for w in 1 1.25 1.5 1.75 2; do
       err=$(for size in $VSIZES; do
@@ -195,7 +255,7 @@ for setting in "${SETTINGS[@]}"; do
         calib=1
         cp "$WORK/ring3" "$WORK/meas"
       else
-        measure "$setting" "$n" "$algo" >"$WORK/meas" || exit 1
+        measure "$setting" "$n" "$algo" >"$WORK/meas"
       fi
       for size in $VSIZES; do
         m=$(at "$WORK/meas" $size)
