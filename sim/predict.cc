@@ -126,9 +126,8 @@ SimResult predict(const SimAlgorithm& algo, Collective coll, size_t bytes, const
   std::vector<sched::Schedule> ranks;
   ranks.reserve(static_cast<size_t>(topo.nranks));
   for (int r = 0; r < topo.nranks; ++r) ranks.push_back(algo.build(coll, r, bytes, topo, links, o));
-  // Each rank of the fullest host reads its input and writes its output.
-  const int perHost = (topo.nranks + topo.hosts - 1) / topo.hosts;
-  return simulate(ranks, topo, links, 2.0 * static_cast<double>(bytes) * perHost);
+  // Each rank reads its input and writes its output.
+  return simulate(ranks, topo, links, 2.0 * static_cast<double>(bytes));
 }
 
 double predictUs(const std::string& algo, Collective coll, size_t bytes, const Topology& topo,

@@ -8,9 +8,12 @@
 // a local flow keeps flowCores cores busy: two, its sender's copy in and its receiver's copy
 // out, when copying is all they do, fewer when the copy ports' rate also holds time a core
 // spends waiting (on its peer, on a handoff) that another rank's copy can use.
-// With a memory tier, local copies and reductions slow down once a call's working set on a
-// host (every local rank's input and output) outgrows the cache: by memSlowdown when none of
-// it fits, in proportion to the part that does not.
+// With a memory tier, local copies and reductions slow down once a rank's working set in a
+// call (its input and output) outgrows the cache it works in: by memSlowdown when none of it
+// fits, in proportion to the part that does not. Per rank, not per host: a rank's copies and
+// reductions go through its input and output piece by piece while its peers do the same, so
+// more ranks on a host do not make each piece colder (on one host, 3-8 ranks on 2 cores, a
+// host-wide set predicted 1-2 MiB calls up to 1.7x too slow).
 #pragma once
 
 #include <cstddef>
@@ -38,12 +41,12 @@ struct Links {
                           // (the pool holds cores / flowCores flows at full rate) and
                           // reductions (by cores / ranks)
   double flowCores = 2;   // cores one local flow at full rate keeps busy, 1 to 2
-  double cacheBytes = 0;  // per host; 0: no memory tier
+  double cacheBytes = 0;  // per rank; 0: no memory tier
   double memSlowdown = 1;  // cost of a byte from memory over its cost from the cache
 };
 
-// How much slower than in cache local copies and reductions run when a host's ranks work on
-// workingSetBytes together: 1 + (memSlowdown - 1) * the part of the set the cache cannot hold.
+// How much slower than in cache local copies and reductions run when each rank works on
+// workingSetBytes: 1 + (memSlowdown - 1) * the part of the set the cache cannot hold.
 inline double memoryFactor(const Links& l, double workingSetBytes) {
   if (l.cacheBytes <= 0 || workingSetBytes <= l.cacheBytes) return 1.0;
   return 1.0 + (l.memSlowdown - 1.0) * (1.0 - l.cacheBytes / workingSetBytes);
