@@ -48,6 +48,8 @@ void usage(FILE* out) {
           "  --cores C         cores per host shared by its local copies and reductions;\n"
           "                    0: one per rank (default 0)\n"
           "  --flow-cores W    cores one local flow at full rate keeps busy, 1 to 2 (default 2)\n"
+          "  --switch-loss F   part of its cores' time a host with more ranks than cores loses to\n"
+          "                    switching between them, 0 to 1 (default 0)\n"
           "  --cache BYTES     cache per rank: local copies and reductions slow down once a\n"
           "                    rank's input and output outgrow it; 0: no memory tier (default 0)\n"
           "  --mem-slowdown F  their cost from memory over their cost in cache (default 1)\n"
@@ -125,6 +127,7 @@ enum Flag {
   kReduce,
   kCores,
   kFlowCores,
+  kSwitchLoss,
   kCache,
   kMemSlowdown,
   kChunk,
@@ -144,6 +147,7 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
       {"reduce-gbps", required_argument, nullptr, kReduce},
       {"cores", required_argument, nullptr, kCores},
       {"flow-cores", required_argument, nullptr, kFlowCores},
+      {"switch-loss", required_argument, nullptr, kSwitchLoss},
       {"cache", required_argument, nullptr, kCache},
       {"mem-slowdown", required_argument, nullptr, kMemSlowdown},
       {"chunk", required_argument, nullptr, kChunk},
@@ -209,6 +213,10 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
       case kFlowCores:
         ok = parseDouble(optarg, &o->links.flowCores) && o->links.flowCores >= 1 &&
              o->links.flowCores <= 2;
+        break;
+      case kSwitchLoss:
+        ok = parseDouble(optarg, &o->links.switchLoss) && o->links.switchLoss >= 0 &&
+             o->links.switchLoss < 1;
         break;
       case kMemSlowdown:
         ok = parseDouble(optarg, &o->links.memSlowdown) && o->links.memSlowdown >= 1;
@@ -285,7 +293,9 @@ void printHeader(const CliOptions& o) {
     printf("reduce %g GB/s; ", l.reduceGBps);
   else
     printf("reduce free; ");
-  if (l.cores > 0) printf("%d cores per host, %g per local flow; ", l.cores, l.flowCores);
+  if (l.cores > 0)
+    printf("%d cores per host, %g per local flow, %g lost to switching when oversubscribed; ",
+           l.cores, l.flowCores, l.switchLoss);
   if (l.cacheBytes > 0) printf("cache %.0f B, memory %gx slower; ", l.cacheBytes, l.memSlowdown);
   printf("chunk %zu B; elements of %zu B\n#\n", o.predict.chunkBytes, o.predict.elemSize);
   printf("# %12s", "size(B)");

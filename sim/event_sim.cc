@@ -70,15 +70,23 @@ class Engine {
     ports_.resize(3 * h + n_);
     for (int i = 0; i < 2 * h; ++i) ports_[i].cap = links.net.gbps * 1e3;
     for (int i = 2 * h; i < 2 * h + n_; ++i) ports_[i].cap = copy;
-    // Every local flow keeps flowCores cores copying (sim_model.h).
-    for (int i = 2 * h + n_; i < 3 * h + n_; ++i)
-      ports_[i].cap = links.cores * copy / links.flowCores;
     std::vector<int> perHost(h, 0);
     for (int r = 0; r < n_; ++r) ++perHost[topo.hostOf(r)];
+    // The cores a host's copies and reductions have, with more ranks than cores: ranks that
+    // wait on each other step by step go at the pace of the fullest core, ceil(ranks / cores)
+    // ranks on it, so the others idle part of the time (3 ranks on 2 cores: 1.5 cores); and
+    // the host loses switchLoss of that to switching between ranks.
+    std::vector<double> cores(h, links.cores);
+    for (int i = 0; i < h; ++i) {
+      const int c = links.cores, k = perHost[i];
+      if (c > 0 && k > c) cores[i] = double(k) / ((k + c - 1) / c) * (1.0 - links.switchLoss);
+    }
+    // Every local flow keeps flowCores cores copying (sim_model.h).
+    for (int i = 0; i < h; ++i) ports_[2 * h + n_ + i].cap = cores[i] * copy / links.flowCores;
     reduceRate_.resize(n_);
     for (int r = 0; r < n_; ++r) {
-      int c = perHost[topo.hostOf(r)];
-      double share = links.cores > 0 && links.cores < c ? double(links.cores) / c : 1.0;
+      const int hr = topo.hostOf(r);
+      double share = links.cores > 0 && cores[hr] < perHost[hr] ? cores[hr] / perHost[hr] : 1.0;
       reduceRate_[r] = links.reduceGBps * 1e3 * share / slow;
     }
     cursor_.assign(n_, 0);

@@ -7,7 +7,8 @@
 // directions, and, with cores set, the host's pool of cores, which all its local flows share;
 // a local flow keeps flowCores cores busy: two, its sender's copy in and its receiver's copy
 // out, when copying is all they do, fewer when the copy ports' rate also holds time a core
-// spends waiting (on its peer, on a handoff) that another rank's copy can use.
+// spends waiting (on its peer, on a handoff) that another rank's copy can use. A host with
+// more ranks than cores also loses switchLoss of its cores' time to switching between ranks.
 // With a memory tier, local copies and reductions slow down once a rank's working set in a
 // call (its input and output) outgrows the cache it works in: by memSlowdown when none of it
 // fits, in proportion to the part that does not. Per rank, not per host: a rank's copies and
@@ -39,8 +40,11 @@ struct Links {
   double reduceGBps = 0;  // per rank reduction speed; 0: reductions are free
   int cores = 0;          // per host; 0: as many as ranks. Fewer cores than ranks slow local copies
                           // (the pool holds cores / flowCores flows at full rate) and
-                          // reductions (by cores / ranks)
+                          // reductions (by cores / ranks); see switchLoss
   double flowCores = 2;   // cores one local flow at full rate keeps busy, 1 to 2
+  double switchLoss = 0;  // 0 to 1: the part of its cores' time a host with more ranks than cores
+                          // loses to switching between them (a waiting rank sleeps, and its
+                          // peer's data wakes it), taken from its copies and reductions
   double cacheBytes = 0;  // per rank; 0: no memory tier
   double memSlowdown = 1;  // cost of a byte from memory over its cost from the cache
 };

@@ -14,8 +14,8 @@
 #            when the transfer explains it
 #   cache, memory slowdown (one host only) = the pair, from a grid, whose alpha, beta and
 #            reduce leave the smallest error over both 2-rank algorithms
-#   cores per local flow (one host only) = the one, from a grid, that fits the 3-rank ring best:
-#            the first run with more ranks than this machine's 2 cores
+#   cores per local flow, switching loss (one host only) = the pair, from a grid, that fits
+#            the 3-rank ring best: the first run with more ranks than this machine's 2 cores
 # Every (setting, ranks, algorithm) is measured in $ROUNDS launches (default 3), one per round
 # over the whole set, each collie-perf -z 3 -R $REPEATS (default 2); at each size the fastest
 # sweep of them all counts (the model predicts a machine nothing else disturbs). -z 3: a barrier
@@ -218,27 +218,31 @@ for setting in "${runnable[@]}"; do
   mem=()
   [ "$setting" = netns ] || mem=(--cache "$cache" --mem-slowdown "$slow")
   setbeta "$bfit"
-  # One host: what a local flow costs the shared cores, from the 3-rank ring, the first run
-  # with more ranks than cores on this machine (least squares of the relative error over a
-  # grid); more ranks than that are the validation.
+  # One host: what a local flow costs the shared cores, and what a host with more ranks than
+  # cores loses to switching between them, from the 3-rank ring, the first run with more ranks
+  # than cores on this machine (least squares of the relative error over a grid); more ranks
+  # than that are the validation.
   calib3=""
   if [ "$setting" != netns ]; then
     measure "$setting" 3 ring >"$WORK/ring3"
     calib3=ring
-    fc=$(for w in 1 1.25 1.5 1.75 2; do
-      err=$(for size in $VSIZES; do
-        echo "$(simt ring 3 "$size" --net-gbps "$beta" --reduce-gbps "$reduce" --flow-cores "$w") \
-          $(at "$WORK/ring3" "$size")"
-      done | awk '{ e = $1 / $2 - 1; s += e * e } END { printf "%.6f", s }')
-      echo "$err $w"
-    done | sort -g | head -1 | awk '{ print $2 }')
-    mem+=(--flow-cores "$fc")
+    read -r fc loss < <(for w in 1 1.25 1.5 1.75 2; do
+      for l in 0 0.1 0.2 0.3 0.4 0.5 0.6; do
+        err=$(for size in $VSIZES; do
+          echo "$(simt ring 3 "$size" --net-gbps "$beta" --reduce-gbps "$reduce" --flow-cores "$w" \
+            --switch-loss "$l") $(at "$WORK/ring3" "$size")"
+        done | awk '{ e = $1 / $2 - 1; s += e * e } END { printf "%.6f", s }')
+        echo "$err $w $l"
+      done
+    done | sort -g | head -1 | awk '{ print $2, $3 }')
+    mem+=(--flow-cores "$fc" --switch-loss "$loss")
   fi
   linkargs=(--net-gbps "$beta" --reduce-gbps "$reduce")
   bw=$([ "$setting" = shm ] && echo "$SHM_GBPS" || echo "$beta")
   echo "# $setting: alpha ${alpha} us, beta ${bw} GB/s, reduce ${reduce} GB/s" \
     "(0: free)$([ "$setting" = netns ] ||
-      echo ", $cores cores, $fc per local flow, cache $cache, memory ${slow}x slower")"
+      echo ", $cores cores, $fc per local flow, $loss lost to switching, cache $cache," \
+        "memory ${slow}x slower")"
   for n in 2 "${sizes[@]}"; do
     hosts=$([ "$setting" = netns ] && echo "$n" || echo 1)
     extra=()

@@ -126,6 +126,37 @@ TEST(EventSim, FewerCoresThanRanksSlowLocalCopiesAndReductions) {
                    0.5 + 1000000 / 10e3 + 1000000 / (0.5 * 1e3));
 }
 
+TEST(EventSim, AnOversubscribedHostGoesAtThePaceOfItsFullestCore) {
+  // One 1 MB copy, 2 cores. 4 ranks share them 2 and 2: the copy has both. 3 ranks share them
+  // 2 and 1, and ranks that wait on each other go at the pace of the pair: 1.5 cores' worth, so
+  // the copy (2 cores at full rate) runs at 3/4. Switching between ranks takes its share on top,
+  // and only where ranks outnumber cores. Reductions slow alike.
+  Links l = netOnly();
+  l.shm = {0.5, 10.0};
+  l.cores = 2;
+  auto copyOn = [&](int n) {
+    std::vector<Schedule> s(static_cast<size_t>(n));
+    s[0].send(1, 1000000);
+    s[1].recv(0, 1000000, false);
+    return simulate(s, Topology{n, 1}, l).timeUs;
+  };
+  EXPECT_DOUBLE_EQ(copyOn(2), 0.5 + 1000000 / 10e3);
+  EXPECT_DOUBLE_EQ(copyOn(4), 0.5 + 1000000 / 10e3);
+  EXPECT_DOUBLE_EQ(copyOn(3), 0.5 + 1000000 / (0.75 * 10e3));
+  EXPECT_DOUBLE_EQ(copyOn(5), 0.5 + 1000000 / (5.0 / 3 / 2 * 10e3));
+  l.switchLoss = 0.5;
+  EXPECT_DOUBLE_EQ(copyOn(2), 0.5 + 1000000 / 10e3);
+  EXPECT_DOUBLE_EQ(copyOn(4), 0.5 + 1000000 / (0.5 * 10e3));
+  EXPECT_DOUBLE_EQ(copyOn(3), 0.5 + 1000000 / (0.5 * 0.75 * 10e3));
+  // A reduction on 4 ranks: 2 cores, half of them lost, a quarter of a core per rank.
+  l.reduceGBps = 1.0;
+  std::vector<Schedule> t(4);
+  t[0].send(1, 1000000);
+  t[1].recv(0, 1000000, true);
+  EXPECT_DOUBLE_EQ(simulate(t, Topology{4, 1}, l).timeUs,
+                   0.5 + 1000000 / (0.5 * 10e3) + 1000000 / (0.25 * 1e3));
+}
+
 TEST(EventSim, AWorkingSetBeyondTheCacheSlowsLocalCopiesAndReductions) {
   Links l = netOnly();
   l.shm = {0.5, 10.0};
@@ -155,8 +186,9 @@ TEST(EventSim, AWorkingSetBeyondTheCacheSlowsLocalCopiesAndReductions) {
   ASSERT_NE(ring, nullptr);
   for (int n : {2, 8}) {
     SCOPED_TRACE(n);
-    EXPECT_DOUBLE_EQ(predict(*ring, Collective::kAllReduce, 2000000, Topology{n, 1}, l).timeUs,
-                     predict(*ring, Collective::kAllReduce, 2000000, Topology{n, 1}, noTier).timeUs);
+    EXPECT_DOUBLE_EQ(
+        predict(*ring, Collective::kAllReduce, 2000000, Topology{n, 1}, l).timeUs,
+        predict(*ring, Collective::kAllReduce, 2000000, Topology{n, 1}, noTier).timeUs);
     EXPECT_GT(predict(*ring, Collective::kAllReduce, 4000000, Topology{n, 1}, l).timeUs,
               1.5 * predict(*ring, Collective::kAllReduce, 4000000, Topology{n, 1}, noTier).timeUs);
   }
