@@ -48,8 +48,8 @@ void usage(FILE* out) {
           "  --cores C         cores per host shared by its local copies and reductions;\n"
           "                    0: one per rank (default 0)\n"
           "  --flow-cores W    cores one local flow at full rate keeps busy, 1 to 2 (default 2)\n"
-          "  --switch-loss F   part of its cores' time a host with more ranks than cores loses to\n"
-          "                    switching between them, 0 to 1 (default 0)\n"
+          "  --switch-loss F   part of its cores' time a host with more busy ranks than cores loses\n"
+          "                    to switching between them, 0 to 1 (default 0)\n"
           "  --cache BYTES     cache per rank: local copies and reductions slow down once a\n"
           "                    rank's input and output outgrow it; 0: no memory tier (default 0)\n"
           "  --mem-slowdown F  their cost from memory over their cost in cache (default 1)\n"
@@ -294,7 +294,7 @@ void printHeader(const CliOptions& o) {
   else
     printf("reduce free; ");
   if (l.cores > 0)
-    printf("%d cores per host, %g per local flow, %g lost to switching when oversubscribed; ",
+    printf("%d cores per host, %g per local flow, %g lost to switching with more busy ranks; ",
            l.cores, l.flowCores, l.switchLoss);
   if (l.cacheBytes > 0) printf("cache %.0f B, memory %gx slower; ", l.cacheBytes, l.memSlowdown);
   printf("chunk %zu B; elements of %zu B\n#\n", o.predict.chunkBytes, o.predict.elemSize);

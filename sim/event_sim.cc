@@ -33,7 +33,9 @@ struct Later {
 };
 
 struct Flow {
-  int src = 0, dst = 0, op = 0;  // sender, receiver, the sender's op
+  int src = 0, dst = 0, op = 0;  // sender, receiver, the sender's op; a reduction: its rank
+                                 // twice and the receive it reduces
+  bool reduction = false;
   double remaining = 0, rate = 0, last = 0;
   uint32_t version = 0;
   int nports = 0;
@@ -41,8 +43,11 @@ struct Flow {
   int slot[3] = {0, 0, 0};  // index of this flow in each port's list
 };
 
+// A port shares cap equally among its flows; a host's reductions port instead holds the
+// reductions running there, each at the rate its rank's share of the cores gives.
 struct Port {
   double cap = 0;  // bytes per us
+  bool reductions = false;
   std::vector<int> flows;
 };
 
@@ -67,28 +72,19 @@ class Engine {
     const Tier& local = shm ? links.shm : links.net;
     const double slow = memoryFactor(links, workingSetBytes);
     const double copy = local.gbps * 1e3 / slow;
-    ports_.resize(3 * h + n_);
+    ports_.resize(4 * h + n_);
     for (int i = 0; i < 2 * h; ++i) ports_[i].cap = links.net.gbps * 1e3;
     for (int i = 2 * h; i < 2 * h + n_; ++i) ports_[i].cap = copy;
-    std::vector<int> perHost(h, 0);
-    for (int r = 0; r < n_; ++r) ++perHost[topo.hostOf(r)];
-    // The cores a host's copies and reductions have, with more ranks than cores: ranks that
-    // wait on each other step by step go at the pace of the fullest core, ceil(ranks / cores)
-    // ranks on it, so the others idle part of the time (3 ranks on 2 cores: 1.5 cores); and
-    // the host loses switchLoss of that to switching between ranks.
-    std::vector<double> cores(h, links.cores);
+    copy_ = copy;
+    reduceRate_ = links.reduceGBps * 1e3 / slow;
+    busy_.assign(n_, 0);
+    active_.assign(h, 0);
     for (int i = 0; i < h; ++i) {
-      const int c = links.cores, k = perHost[i];
-      if (c > 0 && k > c) cores[i] = double(k) / ((k + c - 1) / c) * (1.0 - links.switchLoss);
+      ports_[corePort(i)].cap = coresFor(0) * copy / links.flowCores;
+      ports_[reducePort(i)].reductions = true;
     }
-    // Every local flow keeps flowCores cores copying (sim_model.h).
-    for (int i = 0; i < h; ++i) ports_[2 * h + n_ + i].cap = cores[i] * copy / links.flowCores;
-    reduceRate_.resize(n_);
-    for (int r = 0; r < n_; ++r) {
-      const int hr = topo.hostOf(r);
-      double share = links.cores > 0 && cores[hr] < perHost[hr] ? cores[hr] / perHost[hr] : 1.0;
-      reduceRate_[r] = links.reduceGBps * 1e3 * share / slow;
-    }
+    reducing_.assign(n_, -1);
+    reduceQueue_.resize(n_);
     cursor_.assign(n_, 0);
     blockedOn_.assign(n_, -1);
     cpuFree_.assign(n_, 0);
@@ -151,6 +147,7 @@ class Engine {
     fl.src = r;
     fl.dst = op.peer;
     fl.op = i;
+    fl.reduction = false;
     fl.remaining = static_cast<double>(op.bytes);
     fl.rate = 0;
     const int hs = topo_.hostOf(r), hd = topo_.hostOf(op.peer), h = topo_.hosts;
@@ -187,15 +184,62 @@ class Engine {
     arrive(r, i, std::max(t, now_));
   }
 
+  // The cores a host's k busy ranks have (sim_model.h): all of them while k is no more than
+  // cores. With more, ranks that wait on each other step by step go at the pace of the fullest
+  // core, ceil(k / cores) ranks on it, so the others idle part of the time (3 ranks on 2 cores:
+  // 1.5 cores); and the host loses switchLoss of that to switching between ranks.
+  double coresFor(int k) const {
+    const int c = links_.cores;
+    if (c <= 0 || k <= c) return c;
+    return double(k) / ((k + c - 1) / c) * (1.0 - links_.switchLoss);
+  }
+  int corePort(int host) const { return 2 * topo_.hosts + n_ + host; }
+  int reducePort(int host) const { return 3 * topo_.hosts + n_ + host; }
+
+  // A rank is busy while a local flow it sends or receives, or a reduction of its, is on; a
+  // host's cores serve its busy ranks (a rank that waits sleeps). Changes the rates of the
+  // host's local flows and reductions.
+  void setBusy(int r, int delta) {
+    const int h = topo_.hostOf(r);
+    if (busy_[r] == 0) ++active_[h];
+    busy_[r] += delta;
+    if (busy_[r] == 0) --active_[h];
+    ports_[corePort(h)].cap = coresFor(active_[h]) * copy_ / links_.flowCores;
+    reshare(corePort(h));
+    reshare(reducePort(h));
+  }
+
   // The data of receive i of rank r is there at t; the reduction (if any) queues on r's CPU.
+  // With a host's cores modelled it runs as a flow on them, at r's share of them.
   void arrive(int r, int i, double t) {
     const Op& op = ranks_[r][i];
-    if (op.reduce && reduceRate_[r] > 0) {
+    if (op.reduce && reduceRate_ > 0 && links_.cores > 0) {
+      reduceQueue_[r].push_back(i);
+      if (reducing_[r] < 0) startReduction(r);
+      return;
+    }
+    if (op.reduce && reduceRate_ > 0) {
       double start = std::max(t, cpuFree_[r]);
-      cpuFree_[r] = start + static_cast<double>(op.bytes) / reduceRate_[r];
+      cpuFree_[r] = start + static_cast<double>(op.bytes) / reduceRate_;
       t = cpuFree_[r];
     }
     push(t, EvType::kRecvDone, r, i, 0);
+  }
+
+  void startReduction(int r) {
+    const int i = reduceQueue_[r].front();
+    reduceQueue_[r].pop_front();
+    const int f = newFlow();
+    Flow& fl = flows_[f];
+    fl.src = fl.dst = r;
+    fl.op = i;
+    fl.reduction = true;
+    fl.remaining = static_cast<double>(ranks_[r][i].bytes);
+    fl.rate = 0;
+    fl.port[0] = reducePort(topo_.hostOf(r));
+    fl.nports = 1;
+    reducing_[r] = f;
+    activate(f);
   }
 
   void complete(int r, int i) {
@@ -223,6 +267,11 @@ class Engine {
       p.flows.push_back(f);
     }
     for (int k = 0; k < fl.nports; ++k) reshare(fl.port[k]);
+    if (fl.reduction || fl.nports == 3) {
+      const int src = fl.src, dst = fl.dst;
+      setBusy(src, +1);
+      if (dst != src) setBusy(dst, +1);
+    }
   }
 
   void finish(int f) {
@@ -239,6 +288,16 @@ class Engine {
     ++flows_[f].version;  // drops any finish event still queued for it
     freeFlows_.push_back(f);
     for (int k = 0; k < fl.nports; ++k) reshare(fl.port[k]);
+    if (fl.nports == 3 || (fl.reduction && fl.nports > 0)) {
+      setBusy(fl.src, -1);
+      if (fl.dst != fl.src) setBusy(fl.dst, -1);
+    }
+    if (fl.reduction) {
+      reducing_[fl.src] = -1;
+      if (!reduceQueue_[fl.src].empty()) startReduction(fl.src);
+      complete(fl.src, fl.op);
+      return;
+    }
     Channel& c = channel(fl.src, fl.dst);
     if (c.queued.empty()) {
       c.busy = false;
@@ -265,7 +324,12 @@ class Engine {
     double rate = std::numeric_limits<double>::infinity();
     for (int k = 0; k < fl.nports; ++k) {
       const Port& p = ports_[fl.port[k]];
-      rate = std::min(rate, p.cap / static_cast<double>(p.flows.size()));
+      if (p.reductions) {
+        const int a = std::max(1, active_[topo_.hostOf(fl.src)]);
+        rate = std::min(rate, reduceRate_ * std::min(1.0, coresFor(a) / a));
+      } else {
+        rate = std::min(rate, p.cap / static_cast<double>(p.flows.size()));
+      }
     }
     fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now_ - fl.last));
     fl.last = now_;
@@ -312,9 +376,14 @@ class Engine {
   const Topology topo_;
   const Links links_;
   const int n_;
-  // NIC out per host, NIC in per host, copy port per rank, cores per host.
+  // NIC out per host, NIC in per host, copy port per rank, cores per host, reductions per host.
   std::vector<Port> ports_;
-  std::vector<double> reduceRate_;  // bytes per us; 0: free
+  double copy_ = 0;            // a local flow's rate alone, bytes per us
+  double reduceRate_ = 0;      // a rank's with a core of its own, bytes per us; 0: free
+  std::vector<int> busy_;      // per rank: its local flows and reduction on
+  std::vector<int> active_;    // per host: its busy ranks
+  std::vector<int> reducing_;  // per rank: the reduction flow it runs, or -1
+  std::vector<std::deque<int>> reduceQueue_;  // per rank: receives whose reduction waits
   std::vector<Flow> flows_;
   std::vector<int> freeFlows_;
   std::vector<size_t> cursor_;

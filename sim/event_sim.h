@@ -1,7 +1,8 @@
 // An event-driven run of one schedule per rank (algorithms/patterns/schedule.h) over the links
 // of sim_model.h. Bandwidth is shared by fluid flows: a flow's rate is the smallest of its
 // ports' capacity divided by the flows on that port, recomputed whenever a flow starts or ends
-// on one of them. Reductions run one at a time per rank, in arrival order.
+// on one of them. Reductions run one at a time per rank, in arrival order; with a host's cores
+// modelled they are flows on those cores too, at their rank's share.
 #pragma once
 
 #include <cstdint>

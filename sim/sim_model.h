@@ -7,8 +7,12 @@
 // directions, and, with cores set, the host's pool of cores, which all its local flows share;
 // a local flow keeps flowCores cores busy: two, its sender's copy in and its receiver's copy
 // out, when copying is all they do, fewer when the copy ports' rate also holds time a core
-// spends waiting (on its peer, on a handoff) that another rank's copy can use. A host with
-// more ranks than cores also loses switchLoss of its cores' time to switching between ranks.
+// spends waiting (on its peer, on a handoff) that another rank's copy can use. Reductions run
+// on the same cores, one core each at most. The cores serve the host's busy ranks (a rank with
+// a local copy or a reduction on; a rank that waits sleeps). With more busy ranks than cores,
+// ranks that wait on each other step by step go at the pace of the fullest core, ceil(busy /
+// cores) ranks on it, so the others idle part of the time (3 ranks on 2 cores: 1.5 cores'
+// worth), and the host loses switchLoss of that to switching between ranks.
 // With a memory tier, local copies and reductions slow down once a rank's working set in a
 // call (its input and output) outgrows the cache it works in: by memSlowdown when none of it
 // fits, in proportion to the part that does not. Per rank, not per host: a rank's copies and
@@ -38,13 +42,13 @@ struct Links {
   Tier net{5.0, 25.0};    // per NIC, each direction
   Tier shm{1.0, 100.0};   // per rank copy port, each direction; gbps 0: no shm tier
   double reduceGBps = 0;  // per rank reduction speed; 0: reductions are free
-  int cores = 0;          // per host; 0: as many as ranks. Fewer cores than ranks slow local copies
-                          // (the pool holds cores / flowCores flows at full rate) and
-                          // reductions (by cores / ranks); see switchLoss
+  int cores = 0;          // per host; 0: as many as ranks. Fewer cores than busy ranks slow local
+                          // copies (the pool holds cores / flowCores flows at full rate) and
+                          // reductions (each gets cores / busy ranks); see above
   double flowCores = 2;   // cores one local flow at full rate keeps busy, 1 to 2
-  double switchLoss = 0;  // 0 to 1: the part of its cores' time a host with more ranks than cores
-                          // loses to switching between them (a waiting rank sleeps, and its
-                          // peer's data wakes it), taken from its copies and reductions
+  double switchLoss = 0;  // 0 to 1: the part of its cores' time a host with more busy ranks than
+                          // cores loses to switching between them (a waiting rank sleeps, and
+                          // its peer's data wakes it), taken from its copies and reductions
   double cacheBytes = 0;  // per rank; 0: no memory tier
   double memSlowdown = 1;  // cost of a byte from memory over its cost from the cache
 };

@@ -116,45 +116,60 @@ TEST(EventSim, FewerCoresThanRanksSlowLocalCopiesAndReductions) {
   l.flowCores = 1;
   EXPECT_DOUBLE_EQ(simulate(s, Topology{4, 1}, l).timeUs, 0.5 + 2 * 1000000 / 10e3);
   l.flowCores = 2;
-  // Reductions: 4 ranks on 2 cores reduce at half speed.
+  // Reductions share the cores too. Rank 1 reduces while ranks 2 and 3 still copy (3 MB): 3
+  // busy ranks on 2 cores go at the pace of the pair on one of them, 1.5 cores' worth, half a
+  // core each for the reduction and 3/4 of the copy rate for the copy, until the copy ends and
+  // the reduction has both. Alone, a reduction has a whole core.
   std::vector<Schedule> t(4);
   t[0].send(1, 1000000);
   t[1].recv(0, 1000000, true);
+  t[2].send(3, 3000000);
+  t[3].recv(2, 3000000, false);
   l.cores = 2;
   l.reduceGBps = 1.0;
-  EXPECT_DOUBLE_EQ(simulate(t, Topology{4, 1}, l).timeUs,
-                   0.5 + 1000000 / 10e3 + 1000000 / (0.5 * 1e3));
+  const double bothCopies = 1000000 / (0.5 * 10e3);   // 200 us: 1 MB of each, 4 ranks busy
+  const double copyAndReduce = 2000000 / (0.75 * 10e3);  // the copy's last 2 MB, 3 ranks busy
+  const double reducedMeanwhile = copyAndReduce * 0.5 * 1e3;
+  EXPECT_NEAR(simulate(t, Topology{4, 1}, l).timeUs,
+              0.5 + bothCopies + copyAndReduce + (1000000 - reducedMeanwhile) / 1e3, 1e-6);
+  t[2] = Schedule();
+  t[3] = Schedule();
+  EXPECT_DOUBLE_EQ(simulate(t, Topology{4, 1}, l).timeUs, 0.5 + 1000000 / 10e3 + 1000000 / 1e3);
 }
 
 TEST(EventSim, AnOversubscribedHostGoesAtThePaceOfItsFullestCore) {
-  // One 1 MB copy, 2 cores. 4 ranks share them 2 and 2: the copy has both. 3 ranks share them
-  // 2 and 1, and ranks that wait on each other go at the pace of the pair: 1.5 cores' worth, so
-  // the copy (2 cores at full rate) runs at 3/4. Switching between ranks takes its share on top,
-  // and only where ranks outnumber cores. Reductions slow alike.
+  // n ranks on 2 cores, each sending 1 MB to the next and receiving 1 MB from the one before.
+  // 4 busy ranks share the cores 2 and 2: both cores' worth, a quarter of the copy rate per
+  // flow (each keeps 2 cores busy). 3 share them 2 and 1, and ranks that wait on each other go
+  // at the pace of the pair: 1.5 cores' worth, so the same quarter (not a third). Switching
+  // between ranks takes its share on top, only while busy ranks outnumber cores; a rank that
+  // waits sleeps, so a lone copy on a 3-rank host has its 2 cores.
   Links l = netOnly();
   l.shm = {0.5, 10.0};
   l.cores = 2;
-  auto copyOn = [&](int n) {
+  auto cycle = [&](int n) {
     std::vector<Schedule> s(static_cast<size_t>(n));
-    s[0].send(1, 1000000);
-    s[1].recv(0, 1000000, false);
+    for (int r = 0; r < n; ++r) {
+      s[static_cast<size_t>(r)].send((r + 1) % n, 1000000);
+      s[static_cast<size_t>(r)].recv((r + n - 1) % n, 1000000, false);
+    }
     return simulate(s, Topology{n, 1}, l).timeUs;
   };
-  EXPECT_DOUBLE_EQ(copyOn(2), 0.5 + 1000000 / 10e3);
-  EXPECT_DOUBLE_EQ(copyOn(4), 0.5 + 1000000 / 10e3);
-  EXPECT_DOUBLE_EQ(copyOn(3), 0.5 + 1000000 / (0.75 * 10e3));
-  EXPECT_DOUBLE_EQ(copyOn(5), 0.5 + 1000000 / (5.0 / 3 / 2 * 10e3));
+  auto loneCopyOf3 = [&]() {
+    std::vector<Schedule> s(3);
+    s[0].send(1, 1000000);
+    s[1].recv(0, 1000000, false);
+    return simulate(s, Topology{3, 1}, l).timeUs;
+  };
+  EXPECT_DOUBLE_EQ(cycle(2), 0.5 + 1000000 / (0.5 * 10e3));
+  EXPECT_DOUBLE_EQ(cycle(4), 0.5 + 1000000 / (0.25 * 10e3));
+  EXPECT_DOUBLE_EQ(cycle(3), 0.5 + 1000000 / (0.25 * 10e3));
+  EXPECT_DOUBLE_EQ(loneCopyOf3(), 0.5 + 1000000 / 10e3);
   l.switchLoss = 0.5;
-  EXPECT_DOUBLE_EQ(copyOn(2), 0.5 + 1000000 / 10e3);
-  EXPECT_DOUBLE_EQ(copyOn(4), 0.5 + 1000000 / (0.5 * 10e3));
-  EXPECT_DOUBLE_EQ(copyOn(3), 0.5 + 1000000 / (0.5 * 0.75 * 10e3));
-  // A reduction on 4 ranks: 2 cores, half of them lost, a quarter of a core per rank.
-  l.reduceGBps = 1.0;
-  std::vector<Schedule> t(4);
-  t[0].send(1, 1000000);
-  t[1].recv(0, 1000000, true);
-  EXPECT_DOUBLE_EQ(simulate(t, Topology{4, 1}, l).timeUs,
-                   0.5 + 1000000 / (0.5 * 10e3) + 1000000 / (0.25 * 1e3));
+  EXPECT_DOUBLE_EQ(cycle(2), 0.5 + 1000000 / (0.5 * 10e3));
+  EXPECT_DOUBLE_EQ(cycle(4), 0.5 + 1000000 / (0.125 * 10e3));
+  EXPECT_DOUBLE_EQ(cycle(3), 0.5 + 1000000 / (0.125 * 10e3));
+  EXPECT_DOUBLE_EQ(loneCopyOf3(), 0.5 + 1000000 / 10e3);
 }
 
 TEST(EventSim, AWorkingSetBeyondTheCacheSlowsLocalCopiesAndReductions) {
