@@ -49,9 +49,10 @@ def machine_info():
 
 
 def measure_limits(bin_dir, quick):
-    """Runs collie-limits: {'limits': [...], 'bounds': {'shm': GB/s, 'tcp': GB/s}}."""
+    """Runs collie-limits: {'limits': [...], 'latencies': {name: us},
+    'bounds': {'shm': GB/s, 'tcp': GB/s}}."""
     cmd = [os.path.join(bin_dir, "collie-limits")] + (["--quick"] if quick else [])
-    out = {"limits": [], "bounds": {}}
+    out = {"limits": [], "latencies": {}, "bounds": {}}
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -65,6 +66,8 @@ def measure_limits(bin_dir, quick):
         if words[0] == "limit":
             out["limits"].append({"name": fields["name"], "threads": int(fields["threads"]),
                                   "bytes": int(fields["bytes"]), "GBps": float(fields["GBps"])})
+        elif words[0] == "latency":
+            out["latencies"][fields["name"]] = float(fields["us"])
         elif words[0] == "bound":
             out["bounds"][fields["name"]] = float(fields["GBps"])
     return out

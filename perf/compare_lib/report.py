@@ -140,10 +140,14 @@ def header_lines(info, limits, versions, ranks):
     for l in limits.get("limits", []):
         lines.append("| %s | %d | %s | %.2f |" % (l["name"], l["threads"],
                                                  human(l["bytes"]) if l["bytes"] else "—", l["GBps"]))
+    for name, us in sorted(limits.get("latencies", {}).items()):
+        lines.append("| %s (latency, µs) | 2 | — | %.3f |" % (name, us))
     b = limits.get("bounds", {})
-    lines += ["", "2-rank AllReduce bounds: shm %s GB/s (1/(1/R+1/C): R two-thread f32 add with "
-              "streaming stores, C two-thread streaming copy), tcp %s GB/s (loopback, per "
-              "direction with both busy)." % (_fmt(b.get("shm")), _fmt(b.get("tcp"))), ""]
+    lines += ["", "2-rank AllReduce bounds: shm %s GB/s (the lower of 1/(1/R+1/C), R two-thread "
+              "f32 add with streaming stores and C two-thread streaming copy, and X, data handed "
+              "between two cores both ways at once: each rank takes S bytes the other core "
+              "wrote), tcp %s GB/s (loopback, per direction with both busy)."
+              % (_fmt(b.get("shm")), _fmt(b.get("tcp"))), ""]
     return lines
 
 
