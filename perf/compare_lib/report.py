@@ -34,15 +34,24 @@ def _fmt(v, digits=2):
     return "—" if v is None else ("%.*f" % (digits, v))
 
 
+def _cores(r):
+    """The cores' placement around a row: latency before/after in µs, and 'far' if it was."""
+    b, a = r.get("core_us_before"), r.get("core_us_after")
+    if b is None and a is None:
+        return "—"
+    return "%s/%s%s" % (_fmt(b), _fmt(a), " far" if r.get("far") else "")
+
+
 def size_table(size, rows, ranks, bounds):
     """Markdown lines for one size: every system's time and busbw; Collie rows get ratios."""
     lines = ["### %s (%d ranks)" % (human(size), ranks), "",
-             "| system | class | µs | busbw GB/s | ÷ best peer, same class | ÷ best peer | of bound |",
-             "|:--|:--|--:|--:|--:|--:|--:|"]
+             "| system | class | µs | busbw GB/s | ÷ best peer, same class | ÷ best peer | of bound "
+             "| cores µs |",
+             "|:--|:--|--:|--:|--:|--:|--:|--:|"]
     best_any = _best_peer(rows)
     for r in rows:
         if "error" in r:
-            lines.append("| %s | %s | failed: %s | | | | |" % (r["system"], r["cls"], r["error"]))
+            lines.append("| %s | %s | failed: %s | | | | | |" % (r["system"], r["cls"], r["error"]))
             continue
         name = r["system"] + (" (%s)" % r["algo"] if r.get("algo") else "")
         same = cross = frac = ""
@@ -53,8 +62,9 @@ def size_table(size, rows, ranks, bounds):
             if ranks == 2 and bounds.get(r["cls"]):
                 frac = "%.0f%%" % (100 * r["busbw"] / bounds[r["cls"]])
         wrong = "" if not r["wrong"] else " WRONG %d" % r["wrong"]
-        lines.append("| %s | %s | %s | %s | %s | %s | %s |%s" % (
-            name, r["cls"], _fmt(r["time_us"]), _fmt(r["busbw"], 3), same, cross, frac, wrong))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |%s" % (
+            name, r["cls"], _fmt(r["time_us"]), _fmt(r["busbw"], 3), same, cross, frac, _cores(r),
+            wrong))
     lines.append("")
     return lines
 
@@ -76,12 +86,16 @@ def targets(rows, ranks, bounds):
     M = 1 << 20
     out = []
 
-    def add(what, size, ratio, goal, higher=True):
+    def add(what, size, ratio, goal, rows_used, higher=True):
+        # far: a row it compares ran with the cores apart (see placement.py).
+        far = any(r.get("far") for r in rows_used if r)
         if ratio is None:
-            out.append({"target": what, "bytes": size, "ratio": None, "goal": goal, "met": None})
+            out.append({"target": what, "bytes": size, "ratio": None, "goal": goal, "met": None,
+                        "far": far})
             return
         met = ratio >= goal if higher else ratio <= goal
-        out.append({"target": what, "bytes": size, "ratio": ratio, "goal": goal, "met": met})
+        out.append({"target": what, "bytes": size, "ratio": ratio, "goal": goal, "met": met,
+                    "far": far})
 
     def bw(r):
         return r["busbw"] if r else None
@@ -92,28 +106,31 @@ def targets(rows, ranks, bounds):
     if ranks == 2:
         for size in (64 * M, 256 * M):
             c = _get(rows, size, "collie-shm")
-            add("shm busbw ÷ OpenMPI collsm", size, _ratio(bw(c), bw(_get(rows, size, "mpi-collsm"))), 1.3)
-            add("shm busbw ÷ best Gloo", size, _ratio(bw(c), bw(_best_of(rows, size, "gloo-"))), 4.0)
-            add("shm busbw ÷ measured shm bound", size, _ratio(bw(c), bounds.get("shm")), 0.8)
-            add("shm busbw ÷ 12.3 GB/s model", size, _ratio(bw(c), 12.3), 0.8)
-        c = _get(rows, M, "collie-shm")
-        add("shm busbw ÷ OpenMPI collsm", M, _ratio(bw(c), bw(_get(rows, M, "mpi-collsm"))), 1.3)
-        c = _get(rows, 64 * M, "collie-tcp")
-        add("tcp busbw ÷ OpenMPI tcp", 64 * M, _ratio(bw(c), bw(_get(rows, 64 * M, "mpi-tcp"))), 1.3)
-        add("tcp busbw ÷ best Gloo", 64 * M, _ratio(bw(c), bw(_best_of(rows, 64 * M, "gloo-"))), 1.1)
-        add("tcp busbw ÷ measured tcp bound", 64 * M, _ratio(bw(c), bounds.get("tcp")), 0.9)
-        add("shm 8 B time ÷ OpenMPI vader", 8,
-            _ratio(us(_get(rows, 8, "collie-shm")), us(_get(rows, 8, "mpi-vader"))), 1.5, False)
-        add("tcp 8 B time ÷ OpenMPI tcp", 8,
-            _ratio(us(_get(rows, 8, "collie-tcp")), us(_get(rows, 8, "mpi-tcp"))), 1.0, False)
+            p = _get(rows, size, "mpi-collsm")
+            add("shm busbw ÷ OpenMPI collsm", size, _ratio(bw(c), bw(p)), 1.3, [c, p])
+            p = _best_of(rows, size, "gloo-")
+            add("shm busbw ÷ best Gloo", size, _ratio(bw(c), bw(p)), 4.0, [c, p])
+            add("shm busbw ÷ measured shm bound", size, _ratio(bw(c), bounds.get("shm")), 0.8, [c])
+            add("shm busbw ÷ 12.3 GB/s model", size, _ratio(bw(c), 12.3), 0.8, [c])
+        c, p = _get(rows, M, "collie-shm"), _get(rows, M, "mpi-collsm")
+        add("shm busbw ÷ OpenMPI collsm", M, _ratio(bw(c), bw(p)), 1.3, [c, p])
+        c, p = _get(rows, 64 * M, "collie-tcp"), _get(rows, 64 * M, "mpi-tcp")
+        add("tcp busbw ÷ OpenMPI tcp", 64 * M, _ratio(bw(c), bw(p)), 1.3, [c, p])
+        p = _best_of(rows, 64 * M, "gloo-")
+        add("tcp busbw ÷ best Gloo", 64 * M, _ratio(bw(c), bw(p)), 1.1, [c, p])
+        add("tcp busbw ÷ measured tcp bound", 64 * M, _ratio(bw(c), bounds.get("tcp")), 0.9, [c])
+        c, p = _get(rows, 8, "collie-shm"), _get(rows, 8, "mpi-vader")
+        add("shm 8 B time ÷ OpenMPI vader", 8, _ratio(us(c), us(p)), 1.5, [c, p], False)
+        c, p = _get(rows, 8, "collie-tcp"), _get(rows, 8, "mpi-tcp")
+        add("tcp 8 B time ÷ OpenMPI tcp", 8, _ratio(us(c), us(p)), 1.0, [c, p], False)
         best_gloo_8 = [r for r in rows if r["bytes"] == 8 and r["family"] == "gloo" and "busbw" in r]
         fastest = min(best_gloo_8, key=lambda r: r["time_us"]) if best_gloo_8 else None
-        add("tcp 8 B time ÷ fastest Gloo", 8, _ratio(us(_get(rows, 8, "collie-tcp")), us(fastest)), 0.1,
-            False)
+        add("tcp 8 B time ÷ fastest Gloo", 8, _ratio(us(c), us(fastest)), 0.1, [c, fastest], False)
     else:
         c = _best_of(rows, 64 * M, "collie-")
         p = _best_peer([r for r in rows if r["bytes"] == 64 * M])
-        add("best Collie busbw ÷ best peer (%d ranks)" % ranks, 64 * M, _ratio(bw(c), bw(p)), 1.0)
+        add("best Collie busbw ÷ best peer (%d ranks)" % ranks, 64 * M, _ratio(bw(c), bw(p)), 1.0,
+            [c, p])
     return out
 
 
@@ -122,13 +139,15 @@ def target_lines(tgts):
     for t in tgts:
         sign = "≥" if "time" not in t["target"] else "≤"
         met = "—" if t["met"] is None else ("yes" if t["met"] else "**no**")
+        if t.get("far"):
+            met += " (cores apart)"
         lines.append("| %s | %s | %s | %s %.2f | %s |" % (t["target"], human(t["bytes"]),
                                                          _fmt(t["ratio"]), sign, t["goal"], met))
     lines.append("")
     return lines
 
 
-def header_lines(info, limits, versions, ranks):
+def header_lines(info, limits, versions, ranks, placed=None):
     lines = ["# Collie vs OpenMPI and Gloo: float32 sum AllReduce, %d ranks" % ranks, "",
              "Machine: %s, %s cores, kernel %s, %s memory." % (info["cpu"], info["cores"],
                                                               info["kernel"], info["memory"]),
@@ -148,12 +167,21 @@ def header_lines(info, limits, versions, ranks):
               "between two cores both ways at once: each rank takes S bytes the other core "
               "wrote), tcp %s GB/s (loopback, per direction with both busy)."
               % (_fmt(b.get("shm")), _fmt(b.get("tcp"))), ""]
+    if placed and placed.get("lowest_us") is not None:
+        lines += ["Cores' placement: the lowest core-to-core latency seen was %.3f µs. Every command "
+                  "waited up to %g s for the cores to be within %gx of it, and ran again when they "
+                  "were not, before or after (%.0f s of waiting in all, at most %g). The `cores µs` "
+                  "column is "
+                  "the latency before/after the row's command; `far` marks rows that still ran "
+                  "with the cores apart, and targets that compare such rows say so."
+                  % (placed["lowest_us"], placed["settle_s"], placed["near_factor"],
+                     placed["waited_s"], placed["budget_s"]), ""]
     return lines
 
 
 def write_csv(path, rows):
     keys = ["system", "family", "cls", "ranks", "bytes", "iters", "time_us", "time_us_min", "busbw",
-            "wrong", "algo", "error"]
+            "wrong", "algo", "core_us_before", "core_us_after", "far", "attempts", "error"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()

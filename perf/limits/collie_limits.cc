@@ -12,7 +12,9 @@
 //    once: busbw <= X, the per-direction rate of the core-to-core probe. The bound is the lower.
 //  - tcp: each rank sends S and receives S at once, so busbw <= the per-direction rate of a
 //    loopback connection with both directions busy.
-// Lines are "key=value" words, for perf/compare to read.
+// Lines are "key=value" words, for perf/compare to read. --core-latency prints the latency
+// line alone, from one short probe: perf/compare looks at it around every command, since on a
+// VM the host moves the virtual CPUs, and with them the cost of everything the cores share.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -35,14 +37,25 @@ void printLimit(const char* name, int threads, size_t bytes, double gbs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, latencyOnly = false;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (strcmp(argv[i], "--core-latency") == 0) {
+      latencyOnly = true;
     } else {
-      fprintf(stderr, "usage: collie-limits [--quick]\n");
+      fprintf(stderr, "usage: collie-limits [--quick | --core-latency]\n");
       return 2;
     }
+  }
+  if (latencyOnly) {
+    double us = collie::limits::coreLatencyUs();
+    if (us <= 0) {
+      fprintf(stderr, "collie-limits: the core-to-core probe needs 2 CPUs (or ran past its limit)\n");
+      return 1;
+    }
+    printf("latency name=core_to_core_oneway us=%.3f\n", us);
+    return 0;
   }
   const size_t kDram = 64u << 20, kCache = 1u << 20;
   const int runs = quick ? 2 : 5;

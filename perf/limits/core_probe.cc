@@ -128,6 +128,18 @@ double bidirGBs(int cpuA, int cpuB) {
 
 }  // namespace
 
+double coreLatencyUs() {
+  int a = 0, b = 0;
+  if (!twoCpus(&a, &b)) return 0;
+  double best = 0;
+  for (int i = 0; i < 3; ++i) {
+    double us = pingPongUs(a, b, 5000);
+    if (us <= 0) return 0;
+    best = best == 0 ? us : std::min(best, us);
+  }
+  return best;
+}
+
 CoreRates measureCores(double seconds) {
   CoreRates r;
   int a = 0, b = 0;

@@ -17,4 +17,7 @@ struct CoreRates {
 // private buffers stay in cache, so the figure is the transfer's, not the memory's.
 CoreRates measureCores(double seconds);
 
+// One short latency probe alone (a few ms); 0 where measureCores would not be ok.
+double coreLatencyUs();
+
 }  // namespace collie::limits

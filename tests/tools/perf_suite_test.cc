@@ -149,7 +149,7 @@ TEST(PerfSuite, CompareWritesTablesCsvJsonAndPlot) {
   std::string out = dir;
   Outcome run =
       runCommand(std::string("python3 ") + COLLIE_SOURCE_DIR + "/perf/compare --bin " + kBin +
-                     " --max 64 --quick --systems collie-shm,collie-tcp,mpi-vader," +
+                     " --max 64 --quick --settle 1 --systems collie-shm,collie-tcp,mpi-vader," +
                      "gloo-ring --out " + out + " 2>&1",
                  300);
   ASSERT_EQ(run.exitCode, 0) << run.out;
@@ -164,14 +164,19 @@ TEST(PerfSuite, CompareWritesTablesCsvJsonAndPlot) {
       "ok=[x for x in r if \"error\" not in x]; "
       "print(len(r), len(ok), all(abs(x[\"busbw\"]-x[\"bytes\"]/(x[\"time_us\"]*1e3))<1e-9 and "
       "x[\"wrong\"]==0 for x in ok), sorted(set(x[\"system\"] for x in ok)), "
-      "bool(d[\"machine\"][\"cpu\"]), \"shm\" in d[\"limits\"][\"bounds\"])' " +
+      "bool(d[\"machine\"][\"cpu\"]), \"shm\" in d[\"limits\"][\"bounds\"], "
+      "all(x[\"core_us_before\"] > 0 and x[\"core_us_after\"] > 0 for x in ok))' " +
       out + "/results.json";
   Outcome parsed = runCommand(check);
   ASSERT_EQ(parsed.exitCode, 0) << parsed.out;
   int systems = 2 + exists(kBin + "/collie-peer-mpi") + exists(kBin + "/collie-peer-gloo");
   std::string want = std::to_string(3 * systems) + " " + std::to_string(3 * systems) + " True ";
   EXPECT_EQ(parsed.out.rfind(want, 0), 0u) << parsed.out << "\n" << run.out;
-  EXPECT_TRUE(parsed.out.find("True True\n") != std::string::npos) << parsed.out;
+  // The cores' placement is looked at around every command, where there are 2 CPUs to do it.
+  EXPECT_TRUE(parsed.out.find(sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? "True True True\n"
+                                                                  : "True True") != std::string::npos)
+      << parsed.out;
+  EXPECT_TRUE(run.out.find("| cores µs |") != std::string::npos) << run.out;
   std::ifstream csv(out + "/results.csv");
   std::string header;
   std::getline(csv, header);
@@ -183,6 +188,36 @@ TEST(PerfSuite, CompareWritesTablesCsvJsonAndPlot) {
     EXPECT_EQ(std::string(magic + 1, 3), "PNG");
   }
   runCommand("rm -rf " + out);
+}
+
+// perf/compare's placement logic against a scripted probe: latencies 0.05 (the lowest), then
+// 0.2 twice (cores apart), then 0.05. settle() waits through the far ones; a row is far when
+// either of its looks was over 3x the lowest; with no time to wait it takes what it gets.
+TEST(PerfSuite, CompareWaitsForTheCoresToBeNearAndMarksFarRows) {
+  if (!haveCommand("python3")) GTEST_SKIP() << "python3 is not installed";
+  char dir[] = "/tmp/collie-placement-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  {
+    std::ofstream probe(d + "/collie-limits");
+    probe << "#!/bin/sh\n"
+             "n=$(cat " << d << "/n 2>/dev/null || echo 0); echo $((n + 1)) > " << d << "/n\n"
+             "case $n in 1|2) us=0.2 ;; *) us=0.05 ;; esac\n"
+             "echo \"latency name=core_to_core_oneway us=$us\"\n";
+  }
+  ASSERT_EQ(runCommand("chmod +x " + d + "/collie-limits").exitCode, 0);
+  std::string py = std::string("python3 -c 'import sys; sys.path.insert(0, \"") + COLLIE_SOURCE_DIR +
+                   "/perf\"); from compare_lib import placement as P; "
+                   "p = P.Placement(\"" + d + "\", 5); p.probe(); "
+                   "print(p.settle(), p.waited_s > 0.8, p.lowest); "
+                   "print(P.is_far({\"core_us_before\": 0.2, \"core_us_after\": 0.05}, 0.05), "
+                   "P.is_far({\"core_us_before\": 0.1, \"core_us_after\": 0.15}, 0.05)); "
+                   "q = P.Placement(\"" + d + "\", 0); q.lowest = 0.05; "
+                   "open(\"" + d + "/n\", \"w\").write(\"1\"); print(q.settle(), q.can_wait())'";
+  Outcome run = runCommand(py + " 2>&1");
+  runCommand("rm -rf " + d);
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  EXPECT_EQ(run.out, "0.05 True 0.05\nTrue False\n0.2 False\n") << run.out;
 }
 
 TEST(PerfSuite, MicroBenchmarksRun) {
