@@ -103,7 +103,8 @@ measure() {
 
 at() { awk -v s="$2" '$1 == s { print $2 }' "$1"; }
 
-# Every launch first, in $ROUNDS rounds over the whole set: the machine's slow spells last
+# Every launch first, in $ROUNDS rounds over the whole set: the machine's slow spells (on a VM,
+# the host moving the virtual CPUs apart: see perf/compare_lib/placement.py) last seconds to
 # minutes, so a launch's sweeps, seconds apart, can all fall in one; across rounds they hardly
 # do.
 runnable=()
