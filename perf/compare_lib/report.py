@@ -161,6 +161,13 @@ def header_lines(info, limits, versions, ranks, placed=None):
                                                  human(l["bytes"]) if l["bytes"] else "—", l["GBps"]))
     for name, us in sorted(limits.get("latencies", {}).items()):
         lines.append("| %s (latency, µs) | 2 | — | %.3f |" % (name, us))
+    if placed and limits.get("core_us"):
+        looks = limits["core_us"]
+        far = any(us is not None and placed.get("lowest_us") and
+                  us > placed["near_factor"] * placed["lowest_us"] for us in looks)
+        lines += ["", "Core-to-core latency before/during/after these probes: %s µs%s." % (
+            "/".join(_fmt(us, 3) for us in looks),
+            " (the cores were apart: the shm bound is the far placement's)" if far else "")]
     b = limits.get("bounds", {})
     lines += ["", "2-rank AllReduce bounds: shm %s GB/s (the lower of 1/(1/R+1/C), R two-thread "
               "f32 add with streaming stores and C two-thread streaming copy, and X, data handed "
