@@ -220,10 +220,15 @@ class Engine {
     }
     if (op.reduce && reduceRate_ > 0) {
       double start = std::max(t, cpuFree_[r]);
-      cpuFree_[r] = start + static_cast<double>(op.bytes) / reduceRate_;
+      cpuFree_[r] = start + reduceWork(op.bytes) / reduceRate_;
       t = cpuFree_[r];
     }
     push(t, EvType::kRecvDone, r, i, 0);
+  }
+
+  // A reduction of a received message larger than the cache reads it back from memory.
+  double reduceWork(uint64_t bytes) const {
+    return static_cast<double>(bytes) * memoryFactor(links_, static_cast<double>(bytes));
   }
 
   void startReduction(int r) {
@@ -234,7 +239,7 @@ class Engine {
     fl.src = fl.dst = r;
     fl.op = i;
     fl.reduction = true;
-    fl.remaining = static_cast<double>(ranks_[r][i].bytes);
+    fl.remaining = reduceWork(ranks_[r][i].bytes);
     fl.rate = 0;
     fl.port[0] = reducePort(topo_.hostOf(r));
     fl.nports = 1;

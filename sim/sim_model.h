@@ -18,7 +18,11 @@
 // fits, in proportion to the part that does not. Per rank, not per host: a rank's copies and
 // reductions go through its input and output piece by piece while its peers do the same, so
 // more ranks on a host do not make each piece colder (on one host, 3-8 ranks on 2 cores, a
-// host-wide set predicted 1-2 MiB calls up to 1.7x too slow).
+// host-wide set predicted 1-2 MiB calls up to 1.7x too slow). A reduction of a received
+// message larger than the cache also reads the message back from memory, slower by the same
+// rule applied to the message: recursive doubling's whole-buffer exchanges pay it, the ring's
+// chunks do not (2-8 ranks on one host: without it, recursive doubling at 4-16 MiB was
+// predicted up to 1.5x too fast).
 #pragma once
 
 #include <cstddef>

@@ -127,7 +127,7 @@ TEST(EventSim, FewerCoresThanRanksSlowLocalCopiesAndReductions) {
   t[3].recv(2, 3000000, false);
   l.cores = 2;
   l.reduceGBps = 1.0;
-  const double bothCopies = 1000000 / (0.5 * 10e3);   // 200 us: 1 MB of each, 4 ranks busy
+  const double bothCopies = 1000000 / (0.5 * 10e3);      // 200 us: 1 MB of each, 4 ranks busy
   const double copyAndReduce = 2000000 / (0.75 * 10e3);  // the copy's last 2 MB, 3 ranks busy
   const double reducedMeanwhile = copyAndReduce * 0.5 * 1e3;
   EXPECT_NEAR(simulate(t, Topology{4, 1}, l).timeUs,
@@ -192,6 +192,14 @@ TEST(EventSim, AWorkingSetBeyondTheCacheSlowsLocalCopiesAndReductions) {
   // Across hosts only the reduction slows: the network is not the memory.
   EXPECT_DOUBLE_EQ(simulate(s, Topology{2, 2}, l, 8e6).timeUs,
                    kAlpha + 1000000 / kBpus + 2 * 1000000 / 1e3);
+  // A received message larger than the cache is read back from memory by its reduction: an
+  // 8 MB one reduces 2x slower (half of it fits) in a call whose working set the cache holds,
+  // and its copy does not slow.
+  std::vector<Schedule> big(2);
+  big[0].send(1, 8000000);
+  big[1].recv(0, 8000000, true);
+  EXPECT_DOUBLE_EQ(simulate(big, Topology{2, 1}, l, 4e6).timeUs,
+                   0.5 + 8000000 / 10e3 + 2 * 8000000 / 1e3);
   // predict() counts one rank's input and output: a ring of 2 MB works on 4 MB per rank,
   // which this cache holds, on 2 ranks as on 8; of 4 MB on 8 MB, half of which it does not.
   l.reduceGBps = 0;
