@@ -2,6 +2,7 @@
 #include "src/core/online_tuner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <string>
@@ -108,7 +109,10 @@ Algorithm* OnlineTuner::settle(Trial* t) {
     // the pick only if its block also beat the pick's in most rounds: blocks follow each other
     // in time, and a slow spell of the machine that ends during the runs favours the later
     // blocks (on one host, 2 ranks, 16 MiB, the trials ran 5x slow, and tree's blocks beat
-    // shm_direct's by their place in the round).
+    // shm_direct's by their place in the round). When they won half the rounds each, the
+    // product of the per-round ratios decides: a pick that stalls in one block of two loses
+    // (8 netns hosts, 512 KiB: rhd's blocks 21 and 8 ms, ring's 8.8 and 8.8), one whose blocks
+    // a spell slowed in one round of two keeps its place if it wins the other by more.
     const size_t m = t->runs.size();
     const double* mean = t->timesUs.data();
     const double* block = mean + m;  // [round][candidate]
@@ -116,9 +120,15 @@ Algorithm* OnlineTuner::settle(Trial* t) {
     for (size_t i = 1; i < m; ++i)
       if (mean[i] < mean[best]) best = i;
     int won = 0;
-    for (int r = 0; r < t->blocks; ++r)
-      if (block[static_cast<size_t>(r) * m + best] < block[static_cast<size_t>(r) * m]) ++won;
-    t->chosen = t->runs[2 * won > t->blocks ? best : 0];
+    double logRatio = 0;
+    for (int r = 0; r < t->blocks; ++r) {
+      const double c = block[static_cast<size_t>(r) * m + best];
+      const double p = block[static_cast<size_t>(r) * m];
+      if (c < p) ++won;
+      if (c > 0 && p > 0) logRatio += std::log(c / p);
+    }
+    const bool takes = 2 * won > t->blocks || (2 * won == t->blocks && logRatio < 0);
+    t->chosen = t->runs[takes ? best : 0];
     return t->chosen;
   }
   const size_t n = t->candidates.size();

@@ -16,7 +16,8 @@
 // So the trials' pick and the two best medians of the others then run in a row: blocks of calls
 // of one candidate, in rounds of one block of each, in an order in which every candidate
 // follows every other alike. The ranks agree on each candidate's mean call, and the shape
-// settles on the fastest, if its blocks also beat the pick's in most rounds.
+// settles on the fastest, if its blocks also beat the pick's in most rounds (or in half, by
+// more than they lost by in the others).
 //
 // This class holds the bookkeeping only; the communicator runs the calls, times them and
 // agrees on the times with its peers. Every rank must see the same shapes in the same order

@@ -295,6 +295,29 @@ TEST(OnlineTuner, AChallengerMustWinMostRoundsToo) {
   }
 }
 
+// Half the rounds each: the product of the per-round ratios decides. c stalls in one block of
+// two (21 against a's 8.8) and wins the other narrowly (8): a takes its place. c's block is
+// slowed in one round (20 against 10) and wins the other by more (4 against 10): c stays,
+// though a's mean is the lower (10 against 12).
+TEST(OnlineTuner, HalfTheRoundsEachTheRatiosDecide) {
+  struct Case {
+    std::vector<double> times;  // means (c, a, b), then each round's blocks
+    const char* takes;
+  };
+  for (const Case& k : {Case{{14.5, 8.8, 30, 21, 8.8, 30, 8, 8.8, 30}, "a"},
+                        Case{{12, 10, 30, 20, 10, 30, 4, 10, 30}, "c"}}) {
+    SCOPED_TRACE(k.takes);
+    OnlineTuner t(3, 16, 8);
+    OnlineTuner::Trial* trial = cPickedThenRuns(t);
+    ASSERT_NE(trial, nullptr);
+    ASSERT_EQ(trial->blocks, 2);
+    runBlocks(t, trial, [](const std::string&, int) { return 8.0; });
+    ASSERT_TRUE(t.readyToSettle(trial));
+    t.times(trial) = k.times;
+    EXPECT_STREQ(t.settle(trial)->name(), k.takes);
+  }
+}
+
 // The blocks fit their budget of 400 ms per candidate and COLLIE_TUNER_RUN calls: 4 blocks of
 // 25 for calls of 9 us, 2 of 16 for 12 ms, 2 of 4 for 49 ms, and calls too long for that none
 // (the trials decide).
