@@ -3,7 +3,7 @@ measures (a cache line's trip from one core to the other), looked at before and 
 command of perf/compare.
 
 On a VM the host moves the virtual CPUs, and with them the cost of whatever the cores share.
-On a 2-vCPU machine of this project's kind the latency flips between about 0.03-0.06 µs and
+On a 2-vCPU AMD EPYC VM the latency was seen to flip between about 0.03-0.06 µs and
 0.2 µs every few seconds to minutes, and in the far state data handed between the cores moves
 at 2 GB/s instead of 15: a shared-memory AllReduce then runs 4x slower, loopback TCP 2x. A
 comparison whose rows ran in different states compares the host, not the libraries. So
