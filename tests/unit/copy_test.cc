@@ -14,8 +14,8 @@ TEST(CopyStreaming, MatchesMemcpyAtEveryOffsetAndLength) {
   std::vector<unsigned char> src(5000), dst(5200);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7 + 3);
   for (size_t so : {0, 1, 31}) {
-    for (size_t d : {0, 1, 17, 32, 33}) {
-      for (size_t n : {0, 1, 31, 127, 128, 129, 1000, 4096 + 5}) {
+    for (size_t d : {0, 1, 17, 32, 33, 63, 64, 65}) {
+      for (size_t n : {0, 1, 31, 63, 127, 128, 129, 255, 256, 257, 1000, 4096 + 5}) {
         std::fill(dst.begin(), dst.end(), 0xEE);
         copyStreaming(dst.data() + d, src.data() + so, n);
         ASSERT_EQ(memcmp(dst.data() + d, src.data() + so, n), 0) << so << " " << d << " " << n;
