@@ -121,11 +121,12 @@ class StreamConnection : public Connection {
   void* localBuf_;
   size_t bufBytes_;
   std::vector<Sock> socks_;
-  size_t sendRr_ = 0;  // round-robin cursor for unstriped sends
-  size_t recvRr_ = 0;  // and for receives: both sides advance in the same order
+  size_t sendRr_ = 0;    // round-robin cursor for unstriped sends
+  size_t recvRr_ = 0;    // and for receives: both sides advance in the same order
+  unsigned rounds_ = 0;  // progress() calls: every kFullRound-th reads the idle sockets too
   Status failed_;
-  bool aborted_ = false;     // the peer sent us an abort
-  bool abortSent_ = false;   // we sent the peer one
+  bool aborted_ = false;    // the peer sent us an abort
+  bool abortSent_ = false;  // we sent the peer one
 };
 
 }  // namespace collie

@@ -1,0 +1,122 @@
+// StreamConnection over scripted byte streams: the wait loop reads a stream with no receive
+// posted on it only now and then, and what arrives there (an abort) still ends the wait.
+#include "transports/stream_connection.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace collie {
+namespace {
+
+// Bytes queued for the reader; counts the reads. Writes vanish.
+class ScriptedStream : public ByteStream {
+ public:
+  explicit ScriptedStream(int* reads) : reads_(reads) {}
+  void queue(const void* p, size_t n) {
+    in_.insert(in_.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
+  }
+  ssize_t writev(const iovec* iov, int n) override {
+    ssize_t total = 0;
+    for (int i = 0; i < n; ++i) total += static_cast<ssize_t>(iov[i].iov_len);
+    return total;
+  }
+  ssize_t read(void* buf, size_t n) override {
+    ++*reads_;
+    const size_t take = std::min(n, in_.size() - at_);
+    memcpy(buf, in_.data() + at_, take);
+    at_ += take;
+    return static_cast<ssize_t>(take);  // 0: nothing there now
+  }
+  int pollFd() const override { return -1; }
+  void shutdownWrite() override {}
+
+ private:
+  int* reads_;
+  std::vector<char> in_;
+  size_t at_ = 0;
+};
+
+constexpr uint64_t kComm = 42;
+
+FrameTag tagOf(uint32_t step) {
+  FrameTag t;
+  t.seq = 1;
+  t.count = 2;
+  t.tag = step;
+  return t;
+}
+
+TEST(StreamConnection, AStreamWithNothingPostedIsReadNowAndThenAndAnAbortThereEndsTheWait) {
+  int reads[2] = {0, 0};
+  auto posted = std::make_unique<ScriptedStream>(&reads[0]);
+  auto idle = std::make_unique<ScriptedStream>(&reads[1]);
+  const std::string reason = "rank 1 lost peer rank 5";
+  FrameHeader h{};
+  h.magic = kAbortMagic;
+  h.commId = kComm;
+  h.len = reason.size();
+  idle->queue(&h, sizeof(h));
+  idle->queue(reason.data(), reason.size());
+  std::vector<std::unique_ptr<ByteStream>> streams;
+  streams.push_back(std::move(posted));
+  streams.push_back(std::move(idle));
+  StreamConnection conn(1, kComm, std::move(streams), StreamOptions{});
+
+  // A small receive goes on the first stream (round robin starts there); nothing comes on it.
+  char buf[8];
+  Request rr;
+  ASSERT_TRUE(conn.irecv(buf, sizeof(buf), tagOf(0), &rr).isOk());
+  Status st;
+  int calls = 0;
+  while (st.isOk() && calls < 100) {
+    bool progressed = false;
+    st = conn.progress(&progressed);
+    ++calls;
+    if (st.isOk()) {
+      EXPECT_EQ(reads[1], 0) << "the idle stream was read at call " << calls;
+    }
+  }
+  EXPECT_EQ(st.code(), collieRemoteError) << st.toString();
+  EXPECT_NE(st.message().find("peer rank 1 aborted: " + reason), std::string::npos) << st.message();
+  EXPECT_GT(calls, 1);         // not read at once: the wait does not pay for it every time
+  EXPECT_LE(calls, 16);        // but noticed within one round of the idle streams
+  EXPECT_GE(reads[0], calls);  // the stream with the receive posted: every call
+}
+
+TEST(StreamConnection, AFrameOnAStreamItsReceiveIsPostedOnLaterIsReadThen) {
+  int reads[2] = {0, 0};
+  auto first = std::make_unique<ScriptedStream>(&reads[0]);
+  auto second = std::make_unique<ScriptedStream>(&reads[1]);
+  // Two small messages, one per stream in round-robin order, both already there.
+  const char a[4] = {'a', 'b', 'c', 'd'}, b[4] = {'w', 'x', 'y', 'z'};
+  FrameHeader ha = encodeFrame(kComm, tagOf(0), sizeof(a)), hb = encodeFrame(kComm, tagOf(1), 4);
+  first->queue(&ha, sizeof(ha));
+  first->queue(a, sizeof(a));
+  second->queue(&hb, sizeof(hb));
+  second->queue(b, sizeof(b));
+  std::vector<std::unique_ptr<ByteStream>> streams;
+  streams.push_back(std::move(first));
+  streams.push_back(std::move(second));
+  StreamConnection conn(1, kComm, std::move(streams), StreamOptions{});
+
+  char got[2][4] = {};
+  Request r0, r1;
+  ASSERT_TRUE(conn.irecv(got[0], 4, tagOf(0), &r0).isOk());
+  bool progressed = false;
+  ASSERT_TRUE(conn.progress(&progressed).isOk());
+  EXPECT_TRUE(r0.done);
+  ASSERT_TRUE(conn.irecv(got[1], 4, tagOf(1), &r1).isOk());
+  ASSERT_TRUE(conn.progress(&progressed).isOk());
+  EXPECT_TRUE(r1.done);
+  EXPECT_EQ(memcmp(got[0], a, 4), 0);
+  EXPECT_EQ(memcmp(got[1], b, 4), 0);
+}
+
+}  // namespace
+}  // namespace collie
