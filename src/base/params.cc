@@ -18,7 +18,7 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_SOCKET_IFNAME", "",
        "interface (or prefix, ^ to exclude) whose address ranks listen on and advertise"},
       {"COLLIE_NSOCKS", "0",
-       "TCP sockets per peer, 1..64; 0: 2 to a peer on this host, 1 to a peer on another host. "
+       "TCP sockets per peer, 1..64; 0: 3 to a peer on this host, 1 to a peer on another host. "
        "Messages >= COLLIE_STRIPE_BYTES are striped over a peer's sockets"},
       {"COLLIE_STRIPE_BYTES", "256K", "smallest message striped over all of a peer's sockets"},
       {"COLLIE_CHUNK_BYTES", "512K", "pipeline chunk of the ring algorithm, bytes"},

@@ -291,12 +291,12 @@ Status CommImpl::init(BootstrapInfo info) {
     const char* via = useShm[p] ? "shm" : useUcx[p] ? "ucx" : "tcp";
     COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, via);
   }
-  // COLLIE_NSOCKS=0: two sockets to a peer on this host, where loopback moves a message's
-  // stripes with two kernel copies at once, one to a peer on another host, where a single flow
-  // keeps its congestion window in use (see README, COLLIE_NSOCKS).
+  // COLLIE_NSOCKS=0: three sockets to a peer on this host, where loopback moves a message's
+  // stripes with several kernel copies at once, one to a peer on another host, where a single
+  // flow keeps its congestion window in use (see README, COLLIE_NSOCKS).
   std::vector<int> socks(nranks_, 0);
   for (int p = 0; p < nranks_; ++p)
-    if (useTcp[p]) socks[p] = opt.nsocks > 0 ? opt.nsocks : hosts[p] == hosts[rank_] ? 2 : 1;
+    if (useTcp[p]) socks[p] = opt.nsocks > 0 ? opt.nsocks : hosts[p] == hosts[rank_] ? 3 : 1;
   Status cs = tcp_->connectAll(addrs, socks, deadline, &conns_);
   if (!cs.isOk()) return cs.withContext(where);
   COLLIE_RETURN_IF_ERROR(store_->set("ready/" + std::to_string(rank_), "1").withContext(where));

@@ -77,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(
         MatrixCase{"shm_tree_n8", 8, "shm", 1, "tree"},
         MatrixCase{"shm_rhd_n2", 2, "shm", 1, "rhd"}, MatrixCase{"tcp_rhd_n3", 3, "tcp", 1, "rhd"},
         MatrixCase{"shm_rhd_n5", 5, "shm", 1, "rhd"}, MatrixCase{"tcp_rhd_n8", 8, "tcp", 1, "rhd"},
-        // tcp alone on two pretend hosts: 2 sockets to a peer on the same host, 1 to the others.
+        // tcp alone on two pretend hosts: 3 sockets to a peer on the same host, 1 to the others.
         MatrixCase{"tcp_2hosts_rhd_n5", 5, "tcp", 2, "rhd"},
         MatrixCase{"mixed_hier_4_on_2", 4, "", 2, "hierarchical"},
         MatrixCase{"mixed_hier_5_on_2", 5, "", 2, "hierarchical"},
