@@ -1,4 +1,4 @@
-// Loopback TCP throughput probe of collie-limits: two processes on 127.0.0.1, one or two
+// Loopback TCP throughput probe of collie-limits: two processes on 127.0.0.1, one to three
 // connections, each sending and receiving at once (as the two ranks of an all-reduce do), or one
 // way only.
 #pragma once
