@@ -105,20 +105,25 @@ const std::vector<Algorithm*>& OnlineTuner::candidates(const Trial* t) const {
 
 Algorithm* OnlineTuner::settle(Trial* t) {
   if (t->blockCalls > 0) {
-    // The fastest mean; of equals the earlier candidate, the trials' pick first. It replaces
-    // the pick only if its block also beat the pick's in most rounds: blocks follow each other
-    // in time, and a slow spell of the machine that ends during the runs favours the later
-    // blocks (on one host, 2 ranks, 16 MiB, the trials ran 5x slow, and tree's blocks beat
-    // shm_direct's by their place in the round). When they won half the rounds each, the
-    // product of the per-round ratios decides: a pick that stalls in one block of two loses
-    // (8 netns hosts, 512 KiB: rhd's blocks 21 and 8 ms, ring's 8.8 and 8.8), one whose blocks
-    // a spell slowed in one round of two keeps its place if it wins the other by more.
+    // The fastest mean; of means within kRunTie of it, the candidate fastest in the trials; of
+    // equals the earlier candidate, the trials' pick first. It replaces the pick only if its
+    // block also beat the pick's in most rounds: blocks follow each other in time, and a slow
+    // spell of the machine that ends during the runs favours the later blocks (on one host, 2
+    // ranks, 16 MiB, the trials ran 5x slow, and tree's blocks beat shm_direct's by their place
+    // in the round). When they won half the rounds each, the product of the per-round ratios
+    // decides: a pick that stalls in one block of two loses (8 netns hosts, 512 KiB: rhd's
+    // blocks 21 and 8 ms, ring's 8.8 and 8.8), one whose blocks a spell slowed in one round of
+    // two keeps its place if it wins the other by more.
     const size_t m = t->runs.size();
     const double* mean = t->timesUs.data();
     const double* block = mean + m;  // [round][candidate]
     size_t best = 0;
     for (size_t i = 1; i < m; ++i)
       if (mean[i] < mean[best]) best = i;
+    // Of those tied with it, the one the trials found fastest.
+    const double tie = mean[best] * kRunTie;
+    for (size_t i = 0; i < m; ++i)
+      if (mean[i] <= tie && t->runTrialUs[i] < t->runTrialUs[best]) best = i;
     int won = 0;
     double logRatio = 0;
     for (int r = 0; r < t->blocks; ++r) {
@@ -157,7 +162,10 @@ Algorithm* OnlineTuner::settle(Trial* t) {
   }
   t->blockCalls = block;
   t->blocks = calls / block;
-  for (size_t i : order) t->runs.push_back(t->candidates[i]);
+  for (size_t i : order) {
+    t->runs.push_back(t->candidates[i]);
+    t->runTrialUs.push_back(median[i]);
+  }
   // Each candidate's mean, then each block's mean by round and candidate.
   t->timesUs.assign(t->runs.size() * (1 + static_cast<size_t>(t->blocks)), 0);
   t->runSum.assign(t->runs.size(), 0);

@@ -95,6 +95,10 @@ class OnlineTuner {
   static constexpr double kRunBudgetUs = 400000;
   static constexpr int kMinBlockCalls = 4;
   static constexpr int kRunWarmCalls = 2;
+  // Means of the runs this close to the lowest are a tie, which the trials' medians break (8
+  // netns hosts, 512 KiB: tree 10.5 ms and ring 10.9 in a row, 10.4 and 8.4 in the trials;
+  // collie-perf then measured tree at 12.9 ms and ring at 9.1).
+  static constexpr double kRunTie = 1.05;
   // The calls of a block of blockCalls that are not timed: a quarter, at least kRunWarmCalls.
   static int warmCalls(int blockCalls) { return std::max(kRunWarmCalls, blockCalls / 4); }
 
@@ -135,6 +139,7 @@ class OnlineTuner {
     // of blockCalls calls (0: the runs have not begun), in rounds of one block each
     // (runIndex()).
     std::vector<Algorithm*> runs;
+    std::vector<double> runTrialUs;  // per candidate of the runs, its median in the trials
     int blockCalls = 0;
     int blocks = 0;
     int runsDone = 0;            // calls made in the runs
