@@ -361,8 +361,12 @@ Status StreamConnection::progress(bool* progressed) {
   // A socket with no receive posted on it is read only every kFullRound-th call (an abort, a
   // close or a garbled frame there is noticed a few rounds later): in the wait for a small
   // message that saves a failed receive call per idle socket per round, which the message
-  // would otherwise wait behind.
-  const bool full = ++rounds_ % kFullRound == 0;
+  // would otherwise wait behind. A connection with nothing pending is called only after poll()
+  // said one of its sockets is readable (or to see whether the peer is alive): it reads them
+  // all, so that a header that came early is stashed and poll() can sleep again (else the rank
+  // spins on a readable socket and takes a core from the others: 8 netns hosts on 2 cores ran
+  // recursive doubling at 8 B in 1.2 ms instead of 0.65).
+  const bool full = ++rounds_ % kFullRound == 0 || !hasPending();
   for (auto& s : socks_) {
     COLLIE_RETURN_IF_ERROR(progressSend(s, progressed));
     if (full || !s.recvs.empty() || (s.hdrGot > 0 && s.hdrGot < kHdr))

@@ -89,6 +89,26 @@ TEST(StreamConnection, AStreamWithNothingPostedIsReadNowAndThenAndAnAbortThereEn
   EXPECT_GE(reads[0], calls);  // the stream with the receive posted: every call
 }
 
+// With nothing posted at all the connection is progressed only after poll() found one of its
+// streams readable: it reads every stream at once, stashing a header that came early, so that
+// poll() stops reporting it and the rank can sleep.
+TEST(StreamConnection, WithNothingPostedEveryStreamIsReadAtOnce) {
+  int reads[2] = {0, 0};
+  auto first = std::make_unique<ScriptedStream>(&reads[0]);
+  auto second = std::make_unique<ScriptedStream>(&reads[1]);
+  FrameHeader h = encodeFrame(kComm, tagOf(1), 4);
+  second->queue(&h, sizeof(h));
+  std::vector<std::unique_ptr<ByteStream>> streams;
+  streams.push_back(std::move(first));
+  streams.push_back(std::move(second));
+  StreamConnection conn(1, kComm, std::move(streams), StreamOptions{});
+  bool progressed = false;
+  ASSERT_TRUE(conn.progress(&progressed).isOk());
+  EXPECT_EQ(reads[0], 1);
+  EXPECT_EQ(reads[1], 1);
+  EXPECT_TRUE(progressed);
+}
+
 TEST(StreamConnection, AFrameOnAStreamItsReceiveIsPostedOnLaterIsReadThen) {
   int reads[2] = {0, 0};
   auto first = std::make_unique<ScriptedStream>(&reads[0]);
