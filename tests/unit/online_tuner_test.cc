@@ -204,6 +204,19 @@ OnlineTuner::Trial* cPickedThenRuns(OnlineTuner& t) {
   return trial;
 }
 
+// The trials pick c (medians c 6, a 8, b 9), two blocks of each candidate run, and the ranks
+// agree on times: the means (c, a, b), then each round's blocks. The name it settles on.
+std::string settledOnRuns(const std::vector<double>& times) {
+  OnlineTuner t(3, 16, 8);
+  OnlineTuner::Trial* trial = cPickedThenRuns(t);
+  if (trial == nullptr || trial->blocks != 2 || trial->runTrialUs != std::vector<double>{6, 8, 9})
+    return "(no runs as planned)";
+  runBlocks(t, trial, [](const std::string&, int) { return 8.0; });
+  if (!t.readyToSettle(trial)) return "(not ready)";
+  t.times(trial) = times;
+  return t.settle(trial)->name();
+}
+
 // One host, 2 ranks, 64 KiB: the pick took its turns fast and is slow called back to back. The
 // pick and the best two medians of the others then run in a row, in blocks, and the fastest
 // mean settles the shape.
@@ -300,22 +313,8 @@ TEST(OnlineTuner, AChallengerMustWinMostRoundsToo) {
 // slowed in one round (20 against 10) and wins the other by more (4 against 10): c stays,
 // though a's mean is the lower (10 against 12).
 TEST(OnlineTuner, HalfTheRoundsEachTheRatiosDecide) {
-  struct Case {
-    std::vector<double> times;  // means (c, a, b), then each round's blocks
-    const char* takes;
-  };
-  for (const Case& k : {Case{{14.5, 8.8, 30, 21, 8.8, 30, 8, 8.8, 30}, "a"},
-                        Case{{12, 10, 30, 20, 10, 30, 4, 10, 30}, "c"}}) {
-    SCOPED_TRACE(k.takes);
-    OnlineTuner t(3, 16, 8);
-    OnlineTuner::Trial* trial = cPickedThenRuns(t);
-    ASSERT_NE(trial, nullptr);
-    ASSERT_EQ(trial->blocks, 2);
-    runBlocks(t, trial, [](const std::string&, int) { return 8.0; });
-    ASSERT_TRUE(t.readyToSettle(trial));
-    t.times(trial) = k.times;
-    EXPECT_STREQ(t.settle(trial)->name(), k.takes);
-  }
+  EXPECT_EQ(settledOnRuns({14.5, 8.8, 30, 21, 8.8, 30, 8, 8.8, 30}), "a");
+  EXPECT_EQ(settledOnRuns({12, 10, 30, 20, 10, 30, 4, 10, 30}), "c");
 }
 
 // Means within 5% of the lowest are a tie, and the trials' medians break it (8 netns hosts,
@@ -323,23 +322,8 @@ TEST(OnlineTuner, HalfTheRoundsEachTheRatiosDecide) {
 // trials). The trials had a at 8 and b at 9: a takes the place of the stalling pick c when its
 // mean is within 5% of b's, b when it is not.
 TEST(OnlineTuner, ATieInTheRunsGoesToTheFasterInTheTrials) {
-  struct Case {
-    std::vector<double> times;  // means (c, a, b), then each round's blocks
-    const char* takes;
-  };
-  for (const Case& k : {Case{{25, 10.9, 10.5, 40, 10.9, 10.5, 10, 10.9, 10.5}, "a"},
-                        Case{{25, 11.5, 10.5, 40, 11.5, 10.5, 10, 11.5, 10.5}, "b"}}) {
-    SCOPED_TRACE(k.takes);
-    OnlineTuner t(3, 16, 8);
-    OnlineTuner::Trial* trial = cPickedThenRuns(t);
-    ASSERT_NE(trial, nullptr);
-    ASSERT_EQ(trial->blocks, 2);
-    ASSERT_EQ(trial->runTrialUs, (std::vector<double>{6, 8, 9}));
-    runBlocks(t, trial, [](const std::string&, int) { return 8.0; });
-    ASSERT_TRUE(t.readyToSettle(trial));
-    t.times(trial) = k.times;
-    EXPECT_STREQ(t.settle(trial)->name(), k.takes);
-  }
+  EXPECT_EQ(settledOnRuns({25, 10.9, 10.5, 40, 10.9, 10.5, 10, 10.9, 10.5}), "a");
+  EXPECT_EQ(settledOnRuns({25, 11.5, 10.5, 40, 11.5, 10.5, 10, 11.5, 10.5}), "b");
 }
 
 // The blocks fit their budget of 400 ms per candidate and COLLIE_TUNER_RUN calls: 4 blocks of
