@@ -29,7 +29,7 @@ class ScriptedStream : public ByteStream {
   ssize_t read(void* buf, size_t n) override {
     ++*reads_;
     const size_t take = std::min(n, in_.size() - at_);
-    memcpy(buf, in_.data() + at_, take);
+    if (take > 0) memcpy(buf, in_.data() + at_, take);
     at_ += take;
     return static_cast<ssize_t>(take);  // 0: nothing there now
   }
