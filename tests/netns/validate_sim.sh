@@ -33,7 +33,7 @@
 # (default 0.25) of the measurement.
 # MEASURED=DIR keeps each collie-perf output in DIR and reuses the ones already there, so the
 # model can be fitted and checked again without measuring again, or a run topped up with more
-# rounds.
+# rounds. Each launch first waits (up to $SETTLE seconds) for the cores to be near each other.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${1:-build/bin}
@@ -65,11 +65,31 @@ ranksOf() {
   esac
 }
 
+# Where the cores are: on a VM the host moves the virtual CPUs, and while the first two are far
+# apart (a cache line's trip between them about 4x its lowest) local transfers run 2-4x slower
+# for seconds to minutes (perf/compare_lib/placement.py). Before each launch: wait up to
+# $SETTLE seconds (default 30) for the trip to be within 3x of the lowest seen in this run.
+SETTLE=${SETTLE:-30}
+LOWEST_US=""
+near_cores() {
+  local limits="$BIN/collie-limits" end=$((SECONDS + SETTLE)) us
+  [ -x "$limits" ] || return 0
+  while :; do
+    us=$("$limits" --core-latency 2>/dev/null | sed -n 's/.*us=//p')
+    [ -n "$us" ] || return 0  # fewer than 2 CPUs: nothing to wait for
+    LOWEST_US=$(awk -v a="$us" -v b="${LOWEST_US:-$us}" 'BEGIN { print (a < b ? a : b) }')
+    awk -v a="$us" -v b="$LOWEST_US" 'BEGIN { exit !(a <= 3 * b) }' && return 0
+    [ $SECONDS -ge $end ] && return 0
+    sleep 0.5
+  done
+}
+
 # run_perf SETTING NRANKS ALGO ROUND: one collie-perf launch into $DATA/perf.SETTING.N.ALGO.ROUND
 # (kept when already there). Returns 77 when the setting cannot run here.
 run_perf() {
   local out="$DATA/perf.$1.$2.$3.$4"
   [ -s "$out" ] && return 0
+  near_cores
   local perf=(env COLLIE_ALGO="$3" "$BIN/collie-perf" -b 8 -e $MAXB -f 2 -n "$ITERS" -w 3 -c 0 -z 3 -R "$REPEATS")
   case $1 in
     netns) timeout 900 bash "$HERE/netns_hosts.sh" -k "$2" -r "$RATE" -t 800 -- "${perf[@]}" ;;
