@@ -1,10 +1,11 @@
 // StreamConnection over scripted byte streams: the wait loop reads a stream with no receive
-// posted on it only now and then, and what arrives there (an abort) still ends the wait.
+// posted on it only now and then, and what arrives there (an abort) still ends the wait; a
+// connection with nothing pending reads all its streams at once.
 #include "transports/stream_connection.h"
 
 #include <gtest/gtest.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
