@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "perf/limits/pin.h"
+
 namespace collie::limits {
 
 namespace {
@@ -41,13 +43,6 @@ bool twoCpus(int* a, int* b) {
   return found == 2;
 }
 
-void pinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 // Spins until c reaches want; false once the deadline passes (looked at every 1024 spins).
 bool waitFor(const Counter& c, uint64_t want, Clock::time_point deadline) {
   for (unsigned spins = 0; c.v.load(std::memory_order_acquire) < want; ++spins)
@@ -62,7 +57,7 @@ bool onBothCores(int cpuA, int cpuB, Body body) {
   Counter ready;
   std::atomic<bool> failed{false};
   auto run = [&](int side) {
-    pinTo(side == 0 ? cpuA : cpuB);
+    pinThisThread(side == 0 ? cpuA : cpuB);
     ready.v.fetch_add(1);
     if (!waitFor(ready, 2, Clock::now() + kRunLimit) || !body(side)) failed = true;
   };

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "perf/limits/pin.h"
+
 namespace collie::limits {
 namespace {
 
@@ -105,15 +107,6 @@ void runOnce(Kernel k, Buffers* buf) {
   }
 }
 
-void pinTo(int cpu) {
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  if (ncpu <= 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu % ncpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 }  // namespace
 
 const char* kernelName(Kernel k) {
@@ -147,7 +140,7 @@ double measureMemory(Kernel kernel, size_t bytes, int threads, int runs) {
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
-        pinTo(t);
+        pinThisThread(t);
         runOnce(kernel, bufs[t].get());  // warm: pages mapped, cache state as in steady use
         ready.fetch_add(1);
         while (!go.load(std::memory_order_acquire)) {

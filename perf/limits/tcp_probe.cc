@@ -18,19 +18,12 @@
 #include <cstring>
 #include <vector>
 
+#include "perf/limits/pin.h"
+
 namespace collie::limits {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void pinTo(int cpu) {
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  if (ncpu <= 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu % ncpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
-}
 
 void setBuffers(int fd) {
   int bytes = 4 << 20;  // as Collie's tcp transport asks for
@@ -111,7 +104,7 @@ double phase(bool bidir, double seconds, int streams) {
   if (pipe(pipeFds) != 0) return -1;
   pid_t child = fork();
   if (child == 0) {
-    pinTo(1);
+    pinThisThread(1);
     close(pipeFds[0]);
     std::vector<int> fds;
     double rate = -1;
@@ -132,7 +125,7 @@ double phase(bool bidir, double seconds, int streams) {
   close(pipeFds[1]);
   cpu_set_t saved;
   bool restore = sched_getaffinity(0, sizeof(saved), &saved) == 0;
-  pinTo(0);
+  pinThisThread(0);
   double total = -1;
   std::vector<int> fds;
   for (int i = 0; i < streams && child > 0; ++i) {
