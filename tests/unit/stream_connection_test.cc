@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/unit/step_tag.h"
+
 namespace collie {
 namespace {
 
@@ -45,14 +47,6 @@ class ScriptedStream : public ByteStream {
 
 constexpr uint64_t kComm = 42;
 
-FrameTag tagOf(uint32_t step) {
-  FrameTag t;
-  t.seq = 1;
-  t.count = 2;
-  t.tag = step;
-  return t;
-}
-
 TEST(StreamConnection, AStreamWithNothingPostedIsReadNowAndThenAndAnAbortThereEndsTheWait) {
   int reads[2] = {0, 0};
   auto posted = std::make_unique<ScriptedStream>(&reads[0]);
@@ -72,7 +66,7 @@ TEST(StreamConnection, AStreamWithNothingPostedIsReadNowAndThenAndAnAbortThereEn
   // A small receive goes on the first stream (round robin starts there); nothing comes on it.
   char buf[8];
   Request rr;
-  ASSERT_TRUE(conn.irecv(buf, sizeof(buf), tagOf(0), &rr).isOk());
+  ASSERT_TRUE(conn.irecv(buf, sizeof(buf), stepTag(0), &rr).isOk());
   Status st;
   int calls = 0;
   while (st.isOk() && calls < 100) {
@@ -97,7 +91,7 @@ TEST(StreamConnection, WithNothingPostedEveryStreamIsReadAtOnce) {
   int reads[2] = {0, 0};
   auto first = std::make_unique<ScriptedStream>(&reads[0]);
   auto second = std::make_unique<ScriptedStream>(&reads[1]);
-  FrameHeader h = encodeFrame(kComm, tagOf(1), 4);
+  FrameHeader h = encodeFrame(kComm, stepTag(1), 4);
   second->queue(&h, sizeof(h));
   std::vector<std::unique_ptr<ByteStream>> streams;
   streams.push_back(std::move(first));
@@ -116,7 +110,8 @@ TEST(StreamConnection, AFrameOnAStreamItsReceiveIsPostedOnLaterIsReadThen) {
   auto second = std::make_unique<ScriptedStream>(&reads[1]);
   // Two small messages, one per stream in round-robin order, both already there.
   const char a[4] = {'a', 'b', 'c', 'd'}, b[4] = {'w', 'x', 'y', 'z'};
-  FrameHeader ha = encodeFrame(kComm, tagOf(0), sizeof(a)), hb = encodeFrame(kComm, tagOf(1), 4);
+  FrameHeader ha = encodeFrame(kComm, stepTag(0), sizeof(a)),
+              hb = encodeFrame(kComm, stepTag(1), 4);
   first->queue(&ha, sizeof(ha));
   first->queue(a, sizeof(a));
   second->queue(&hb, sizeof(hb));
@@ -128,11 +123,11 @@ TEST(StreamConnection, AFrameOnAStreamItsReceiveIsPostedOnLaterIsReadThen) {
 
   char got[2][4] = {};
   Request r0, r1;
-  ASSERT_TRUE(conn.irecv(got[0], 4, tagOf(0), &r0).isOk());
+  ASSERT_TRUE(conn.irecv(got[0], 4, stepTag(0), &r0).isOk());
   bool progressed = false;
   ASSERT_TRUE(conn.progress(&progressed).isOk());
   EXPECT_TRUE(r0.done);
-  ASSERT_TRUE(conn.irecv(got[1], 4, tagOf(1), &r1).isOk());
+  ASSERT_TRUE(conn.irecv(got[1], 4, stepTag(1), &r1).isOk());
   ASSERT_TRUE(conn.progress(&progressed).isOk());
   EXPECT_TRUE(r1.done);
   EXPECT_EQ(memcmp(got[0], a, 4), 0);

@@ -12,19 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/step_tag.h"
 #include "tests/unit/tcp_mesh.h"
 #include "transports/tcp/socket.h"
 
 namespace collie {
 namespace {
-
-FrameTag tagOf(uint32_t step) {
-  FrameTag t;
-  t.seq = 1;
-  t.count = 5;
-  t.tag = step;
-  return t;
-}
 
 TEST(TcpTransport, ThreeRanksExchangeEverySizeStripedAndNot) {
   // 1 and 3 sockets between every two ranks, then a count per pair: 2 between ranks 0 and 1,
@@ -47,8 +40,8 @@ TEST(TcpTransport, ThreeRanksExchangeEverySizeStripedAndNot) {
           std::vector<unsigned char> out(n), in(n, 0);
           for (size_t i = 0; i < n; ++i) out[i] = static_cast<unsigned char>(i * 31 + r);
           Request sr, rr;
-          ASSERT_TRUE(m.conns[r][to]->isend(out.data(), n, tagOf(step), &sr).isOk());
-          ASSERT_TRUE(m.conns[r][from]->irecv(in.data(), n, tagOf(step), &rr).isOk());
+          ASSERT_TRUE(m.conns[r][to]->isend(out.data(), n, stepTag(step), &sr).isOk());
+          ASSERT_TRUE(m.conns[r][from]->irecv(in.data(), n, stepTag(step), &rr).isOk());
           Status s = poller.wait(&rr, Deadline::afterMs(5000), "test");
           if (s.isOk()) s = poller.wait(&sr, Deadline::afterMs(5000), "test");
           ASSERT_TRUE(s.isOk()) << s.toString();
@@ -79,7 +72,7 @@ TEST(TcpTransport, ClosedPeerIsAnErrorNamingIt) {
   Mesh m = connectMesh(2, 2);
   char buf[64];
   Request rr;
-  ASSERT_TRUE(m.conns[0][1]->irecv(buf, sizeof(buf), tagOf(0), &rr).isOk());
+  ASSERT_TRUE(m.conns[0][1]->irecv(buf, sizeof(buf), stepTag(0), &rr).isOk());
   m.conns[1].clear();  // rank 1 goes away
   Poller poller({m.conns[0][1].get()}, 0, nullptr);
   Status s = poller.wait(&rr, Deadline::afterMs(3000), "test");
@@ -91,7 +84,7 @@ TEST(TcpTransport, SilentPeerTimesOutNamingIt) {
   Mesh m = connectMesh(2, 1);
   char buf[64];
   Request rr;
-  ASSERT_TRUE(m.conns[1][0]->irecv(buf, sizeof(buf), tagOf(0), &rr).isOk());
+  ASSERT_TRUE(m.conns[1][0]->irecv(buf, sizeof(buf), stepTag(0), &rr).isOk());
   Poller poller({m.conns[1][0].get()}, 0, nullptr);
   Status s = poller.wait(&rr, Deadline::afterMs(200), "allreduce");
   EXPECT_EQ(s.code(), collieTimeout);
@@ -102,7 +95,7 @@ TEST(TcpTransport, AbortFromPeerCarriesItsReason) {
   Mesh m = connectMesh(2, 2);
   char buf[64];
   Request rr;
-  ASSERT_TRUE(m.conns[0][1]->irecv(buf, sizeof(buf), tagOf(0), &rr).isOk());
+  ASSERT_TRUE(m.conns[0][1]->irecv(buf, sizeof(buf), stepTag(0), &rr).isOk());
   m.conns[1][0]->sendAbort("rank 1 lost peer rank 7");
   Poller poller({m.conns[0][1].get()}, 0, nullptr);
   Status s = poller.wait(&rr, Deadline::afterMs(3000), "test");
@@ -115,8 +108,8 @@ TEST(TcpTransport, WrongLengthFrameIsInvalidUsage) {
   Mesh m = connectMesh(2, 1);
   char out[100] = {}, in[64];
   Request sr, rr;
-  ASSERT_TRUE(m.conns[1][0]->isend(out, sizeof(out), tagOf(0), &sr).isOk());
-  ASSERT_TRUE(m.conns[0][1]->irecv(in, sizeof(in), tagOf(0), &rr).isOk());
+  ASSERT_TRUE(m.conns[1][0]->isend(out, sizeof(out), stepTag(0), &sr).isOk());
+  ASSERT_TRUE(m.conns[0][1]->irecv(in, sizeof(in), stepTag(0), &rr).isOk());
   Poller poller({m.conns[0][1].get(), m.conns[1][0].get()}, 0, nullptr);
   Status s = poller.wait(&rr, Deadline::afterMs(3000), "test");
   EXPECT_EQ(s.code(), collieInvalidUsage) << s.toString();
