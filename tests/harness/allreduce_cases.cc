@@ -14,7 +14,7 @@ bool runAllReduceCases(collieComm_t comm, int rank, int nranks, const std::vecto
                        CaseTypes types, Reporter& rep, CasePlacement placement) {
   size_t maxBytes = 0;
   for (size_t c : counts) maxBytes = std::max(maxBytes, c * 8);
-  std::vector<char> in(maxBytes + 64), out(maxBytes + 64);
+  std::vector<char> in(maxBytes + 64), out(maxBytes + 64), kept(maxBytes);
   int cases = 0;
   for (size_t count : counts) {
     for (int t = 0; t < collieNumTypes; ++t) {
@@ -29,7 +29,9 @@ bool runAllReduceCases(collieComm_t comm, int rank, int nranks, const std::vecto
           char* send = in.data() + (count % 3);
           char* recv = inPlace ? send : out.data() + (count % 5);
           fillInput(send, dt, op, rank, count, nranks);
-          if (!inPlace) memset(recv, 0x5a, count * dtypeSize(dt));
+          const size_t bytes = count * dtypeSize(dt);
+          if (!inPlace) memset(recv, 0x5a, bytes);
+          if (bytes > 0) memcpy(kept.data(), send, bytes);
           std::string what = "n=" + std::to_string(nranks) + " count=" + std::to_string(count) +
                              " " + dtypeName(dt) + " " + redOpName(op) +
                              (inPlace ? " in-place" : " out-of-place");
@@ -43,6 +45,9 @@ bool runAllReduceCases(collieComm_t comm, int rank, int nranks, const std::vecto
           std::string bad;
           size_t wrong = countWrong(recv, dt, op, count, nranks, &bad);
           if (wrong) rep.fail(what + ": " + std::to_string(wrong) + " wrong, first " + bad);
+          // Out of place the input is only read.
+          if (!inPlace && bytes > 0 && memcmp(kept.data(), send, bytes) != 0)
+            rep.fail(what + ": the send buffer changed");
         }
       }
     }
