@@ -35,29 +35,37 @@ struct CliOptions {
 };
 
 void usage(FILE* out) {
-  fprintf(out,
-          "usage: collie-sim [all_reduce|reduce_scatter|all_gather|broadcast|reduce] [options]\n"
-          "  --ranks N         ranks (default 8)\n"
-          "  --hosts H         hosts; ranks sit on them in contiguous blocks (default 1)\n"
-          "  --net-gbps G      NIC bandwidth per host and direction, GB/s (default 25)\n"
-          "  --net-us A        network latency per message, us (default 5)\n"
-          "  --shm-gbps G      shared-memory copy bandwidth per rank and direction, GB/s;\n"
-          "                    0: ranks of a host talk at the network's rates (default 100)\n"
-          "  --shm-us A        shared-memory latency per message, us (default 1)\n"
-          "  --reduce-gbps G   reduction speed per rank, GB/s; 0: free (default 0)\n"
-          "  --cores C         cores per host shared by its local copies and reductions;\n"
-          "                    0: one per rank (default 0)\n"
-          "  --flow-cores W    cores one local flow at full rate keeps busy, 1 to 2 (default 2)\n"
-          "  --switch-loss F   part of its cores' time a host with more busy ranks than cores loses\n"
-          "                    to switching between them, 0 to 1 (default 0)\n"
-          "  --cache BYTES     cache per rank: local copies and reductions slow down once a\n"
-          "                    rank's input and output outgrow it; 0: no memory tier (default 0)\n"
-          "  --mem-slowdown F  their cost from memory over their cost in cache (default 1)\n"
-          "  --chunk BYTES     ring pipeline chunk (default 512K, as COLLIE_CHUNK_BYTES)\n"
-          "  --elem BYTES      element size (default 4)\n"
-          "  -b, -e BYTES      smallest and largest size (default 8, 64M; K, M, G suffixes)\n"
-          "  -f F              size step factor (default 2)\n"
-          "  -a A[,A...]       algorithms (default all:");
+  fprintf(
+      out,
+      "usage: collie-sim [all_reduce|reduce_scatter|all_gather|broadcast|reduce] [options]\n"
+      "  --ranks N         ranks (default 8)\n"
+      "  --hosts H         hosts; ranks sit on them in contiguous blocks (default 1)\n"
+      "  --net-gbps G      NIC bandwidth per host and direction, GB/s (default 25)\n"
+      "  --net-us A        network latency per message, us (default 5)\n"
+      "  --shm-gbps G      shared-memory copy bandwidth per rank and direction, GB/s;\n"
+      "                    0: ranks of a host talk at the network's rates (default 100)\n"
+      "  --shm-us A        shared-memory latency per message, us (default 1)\n"
+      "  --reduce-gbps G   reduction speed per rank, GB/s; 0: free (default 0)\n"
+      "  --cores C         cores per host shared by its local copies and reductions;\n"
+      "                    0: one per rank (default 0)\n"
+      "  --flow-cores W    cores one local flow at full rate keeps busy, 1 to 2 (default 2)\n"
+      "  --switch-loss F   part of its cores' time a host with more busy ranks than cores loses\n"
+      "                    to switching between them, 0 to 1 (default 0)\n"
+      "  --cache BYTES     cache per rank: local copies and reductions slow down once a\n"
+      "                    rank's working set outgrows it; 0: no memory tier (default 0)\n"
+      "  --mem-slowdown F  their cost from memory over their cost in cache (default 1)\n"
+      "  --shared-cache BYTES  last-level cache per host, shared by its ranks: past their own\n"
+      "                    cache, the part of the host's working set it holds comes from\n"
+      "                    there; 0: none, it all comes from memory (default 0)\n"
+      "  --shared-slowdown F  its cost over the own cache's (default 1)\n"
+      "  --local-buffer BYTES  what a local connection holds in flight per direction (a\n"
+      "                    shared-memory ring: COLLIE_SHM_RING_BYTES); 0: any message whole\n"
+      "                    (default 0)\n"
+      "  --chunk BYTES     ring pipeline chunk (default 512K, as COLLIE_CHUNK_BYTES)\n"
+      "  --elem BYTES      element size (default 4)\n"
+      "  -b, -e BYTES      smallest and largest size (default 8, 64M; K, M, G suffixes)\n"
+      "  -f F              size step factor (default 2)\n"
+      "  -a A[,A...]       algorithms (default all:");
   for (const SimAlgorithm& a : simAlgorithms()) fprintf(out, " %s", a.name);
   fprintf(out,
           ")\n"
@@ -130,6 +138,9 @@ enum Flag {
   kSwitchLoss,
   kCache,
   kMemSlowdown,
+  kSharedCache,
+  kSharedSlowdown,
+  kLocalBuffer,
   kChunk,
   kElem,
   kCsv
@@ -150,6 +161,9 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
       {"switch-loss", required_argument, nullptr, kSwitchLoss},
       {"cache", required_argument, nullptr, kCache},
       {"mem-slowdown", required_argument, nullptr, kMemSlowdown},
+      {"shared-cache", required_argument, nullptr, kSharedCache},
+      {"shared-slowdown", required_argument, nullptr, kSharedSlowdown},
+      {"local-buffer", required_argument, nullptr, kLocalBuffer},
       {"chunk", required_argument, nullptr, kChunk},
       {"elem", required_argument, nullptr, kElem},
       {"csv", required_argument, nullptr, kCsv},
@@ -221,6 +235,19 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
       case kMemSlowdown:
         ok = parseDouble(optarg, &o->links.memSlowdown) && o->links.memSlowdown >= 1;
         break;
+      case kSharedCache: {
+        size_t c = 0;
+        ok = parseSize(optarg, &c), o->links.sharedCacheBytes = static_cast<double>(c);
+        break;
+      }
+      case kSharedSlowdown:
+        ok = parseDouble(optarg, &o->links.sharedSlowdown) && o->links.sharedSlowdown >= 1;
+        break;
+      case kLocalBuffer: {
+        size_t c = 0;
+        ok = parseSize(optarg, &c), o->links.localBufferBytes = static_cast<double>(c);
+        break;
+      }
       case kChunk:
         ok = parseSize(optarg, &o->predict.chunkBytes) && o->predict.chunkBytes > 0;
         break;
@@ -297,6 +324,9 @@ void printHeader(const CliOptions& o) {
     printf("%d cores per host, %g per local flow, %g lost to switching with more busy ranks; ",
            l.cores, l.flowCores, l.switchLoss);
   if (l.cacheBytes > 0) printf("cache %.0f B, memory %gx slower; ", l.cacheBytes, l.memSlowdown);
+  if (l.cacheBytes > 0 && l.sharedCacheBytes > 0)
+    printf("shared cache %.0f B, %gx slower; ", l.sharedCacheBytes, l.sharedSlowdown);
+  if (l.localBufferBytes > 0) printf("local buffer %.0f B; ", l.localBufferBytes);
   printf("chunk %zu B; elements of %zu B\n#\n", o.predict.chunkBytes, o.predict.elemSize);
   printf("# %12s", "size(B)");
   for (const SimAlgorithm* a : o.algos) printf("  %24s", a->name);

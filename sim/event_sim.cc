@@ -70,7 +70,9 @@ class Engine {
     const int h = topo.hosts;
     const bool shm = links.shm.gbps > 0;
     const Tier& local = shm ? links.shm : links.net;
-    const double slow = memoryFactor(links, workingSetBytes);
+    // Ranks sit on hosts in blocks: the fullest host stands for every host.
+    ranksPerHost_ = (n_ + h - 1) / h;
+    const double slow = memoryFactor(links, workingSetBytes, ranksPerHost_);
     const double copy = local.gbps * 1e3 / slow;
     ports_.resize(4 * h + n_);
     for (int i = 0; i < 2 * h; ++i) ports_[i].cap = links.net.gbps * 1e3;
@@ -228,7 +230,8 @@ class Engine {
 
   // A reduction of a received message larger than the cache reads it back from memory.
   double reduceWork(uint64_t bytes) const {
-    return static_cast<double>(bytes) * memoryFactor(links_, static_cast<double>(bytes));
+    const double b = static_cast<double>(bytes);
+    return b * memoryFactor(links_, b, ranksPerHost_);
   }
 
   void startReduction(int r) {
@@ -383,6 +386,7 @@ class Engine {
   const int n_;
   // NIC out per host, NIC in per host, copy port per rank, cores per host, reductions per host.
   std::vector<Port> ports_;
+  int ranksPerHost_ = 1;       // on the fullest host
   double copy_ = 0;            // a local flow's rate alone, bytes per us
   double reduceRate_ = 0;      // a rank's with a core of its own, bytes per us; 0: free
   std::vector<int> busy_;      // per rank: its local flows and reduction on

@@ -22,7 +22,7 @@ struct SimResult {
   uint64_t events = 0;
 };
 
-// workingSetBytes: the bytes each rank touches in the call, for the memory tier.
+// workingSetBytes: the bytes each rank uses again within the call, for the memory tier.
 SimResult simulate(const std::vector<sched::Schedule>& ranks, const Topology& topo,
                    const Links& links, double workingSetBytes = 0);
 

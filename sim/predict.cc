@@ -101,11 +101,11 @@ sched::Schedule hierarchical(Collective, int r, size_t bytes, const Topology& to
 
 const std::vector<SimAlgorithm>& simAlgorithms() {
   static const std::vector<SimAlgorithm> kAlgos = {
-      {"recursive_doubling", allReduceOnly, recursiveDoubling},
-      {"ring", ringCollectives, ring},
-      {"tree", treeCollectives, tree},
-      {"rhd", rhdCollectives, rhd},
-      {"hierarchical", allReduceOnly, hierarchical},
+      {"recursive_doubling", allReduceOnly, recursiveDoubling, false},
+      {"ring", ringCollectives, ring, true},
+      {"tree", treeCollectives, tree, true},
+      {"rhd", rhdCollectives, rhd, false},
+      {"hierarchical", allReduceOnly, hierarchical, true},
   };
   return kAlgos;
 }
@@ -126,8 +126,14 @@ SimResult predict(const SimAlgorithm& algo, Collective coll, size_t bytes, const
   std::vector<sched::Schedule> ranks;
   ranks.reserve(static_cast<size_t>(topo.nranks));
   for (int r = 0; r < topo.nranks; ++r) ranks.push_back(algo.build(coll, r, bytes, topo, links, o));
-  // Each rank reads its input and writes its output.
-  return simulate(ranks, topo, links, 2.0 * static_cast<double>(bytes));
+  return simulate(ranks, topo, links, workingSetBytes(algo, bytes, links, o));
+}
+
+double workingSetBytes(const SimAlgorithm& algo, size_t bytes, const Links& links,
+                       const PredictOptions& o) {
+  const double whole = static_cast<double>(bytes);
+  if (!algo.streams || links.localBufferBytes <= 0) return 2.0 * whole;
+  return 2.0 * std::min(whole, static_cast<double>(o.chunkBytes) + links.localBufferBytes);
 }
 
 double predictUs(const std::string& algo, Collective coll, size_t bytes, const Topology& topo,

@@ -29,7 +29,15 @@ struct SimAlgorithm {
   bool (*supports)(Collective coll);
   sched::Schedule (*build)(Collective coll, int r, size_t bytes, const Topology& topo,
                            const Links& links, const PredictOptions& o);
+  // Streams its data in chunks through the connections (ring, tree), rather than going over
+  // the whole buffer at every step (recursive doubling, rhd): see the memory tier, sim_model.h.
+  bool streams = false;
 };
+
+// The bytes a rank of algo uses again within a call of bytes (sim_model.h): input and output,
+// or for an algorithm that streams, a chunk and a local connection's buffer each way.
+double workingSetBytes(const SimAlgorithm& algo, size_t bytes, const Links& links,
+                       const PredictOptions& o);
 
 // Every algorithm the simulator has a schedule for, in the registry's order.
 const std::vector<SimAlgorithm>& simAlgorithms();

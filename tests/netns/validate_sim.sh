@@ -12,8 +12,10 @@
 #   reduce = the one that fits the simulated 2-rank recursive doubling best to the measured one
 #            at 1-16 MiB with that alpha and beta (its one reduction is not overlapped); free
 #            when the transfer explains it
-#   cache, memory slowdown (one host only) = the pair, from a grid, whose alpha, beta and
-#            reduce leave the smallest error over both 2-rank algorithms
+#   cache, memory slowdown, last-level cache slowdown (one host only) = the three, from a
+#            grid, whose alpha, beta and reduce leave the smallest error over both 2-rank
+#            algorithms; the last-level cache's size is this machine's (lscpu), and over shm a
+#            local connection buffers a ring of COLLIE_SHM_RING_BYTES (default 1M)
 #   cores per local flow, switching loss (one host only) = the pair, from a grid, that fits
 #            the 3-rank ring best: the first run with more ranks than this machine's 2 cores
 # Every (setting, ranks, algorithm) is measured in $ROUNDS launches (default 3), one per round
@@ -64,6 +66,11 @@ ranksOf() {
     *) echo 2 3 4 6 8 ;;
   esac
 }
+
+# The machine's last-level cache, shared by the ranks of one host (0: unknown, none modelled).
+LLC=$(lscpu -C -B 2>/dev/null | awk '$1 == "L3" { print $2; exit }')
+[ -n "$LLC" ] || LLC=$(getconf LEVEL3_CACHE_SIZE 2>/dev/null)
+[ -n "$LLC" ] || LLC=0
 
 # Where the cores are: on a VM the host moves the virtual CPUs, and while the first two are far
 # apart (a cache line's trip between them about 4x its lowest) local transfers run 2-4x slower
@@ -156,6 +163,10 @@ for setting in "${runnable[@]}"; do
     netns) sizes=($NETNS_HOSTS) tier=(--shm-gbps 0) ;;
     *) sizes=(3 4 6 8) tier=(--shm-gbps 0 --cores "$cores") ;;
   esac
+  # One host: its shared cache, and what a local connection buffers (a shared-memory ring;
+  # loopback sockets take a message whole).
+  host=(--shared-cache "$LLC")
+  [ "$setting" = shm ] && host+=(--local-buffer "${COLLIE_SHM_RING_BYTES:-1M}")
   alpha=0
   mem=()
   # The model's time for ALGO on N ranks at SIZE with these link arguments.
@@ -227,17 +238,21 @@ for setting in "${runnable[@]}"; do
     best=""
     for cache in 512K 1M 2M 4M 8M 16M; do
       for slow in 1 1.25 1.5 1.75 2 2.5 3 4; do
-        mem=(--cache "$cache" --mem-slowdown "$slow")
-        read -r alpha bfit ringerr < <(fit)
-        read -r reduce err < <(fitreduce)
-        best=$(printf '%s\n%s %s %s %s %s %s\n' "$best" "$err" "$alpha" "$bfit" "$reduce" "$cache" \
-          "$slow" | awk 'NF == 6' | sort -g -k1 | head -1)
+        for shared in 1 1.25 1.5 2 3; do
+          awk -v a="$shared" -v b="$slow" 'BEGIN { exit !(a <= b) }' || continue
+          mem=(--cache "$cache" --mem-slowdown "$slow" --shared-slowdown "$shared" "${host[@]}")
+          read -r alpha bfit ringerr < <(fit)
+          read -r reduce err < <(fitreduce)
+          best=$(printf '%s\n%s %s %s %s %s %s %s\n' "$best" "$err" "$alpha" "$bfit" "$reduce" \
+            "$cache" "$slow" "$shared" | awk 'NF == 7' | sort -g -k1 | head -1)
+        done
       done
     done
-    read -r _ alpha bfit reduce cache slow <<<"$best"
+    read -r _ alpha bfit reduce cache slow shared <<<"$best"
   fi
   mem=()
-  [ "$setting" = netns ] || mem=(--cache "$cache" --mem-slowdown "$slow")
+  [ "$setting" = netns ] ||
+    mem=(--cache "$cache" --mem-slowdown "$slow" --shared-slowdown "$shared" "${host[@]}")
   setbeta "$bfit"
   # One host: what a local flow costs the shared cores, and what a host with more ranks than
   # cores loses to switching between them, from the 3-rank ring, the first run with more ranks
@@ -263,7 +278,7 @@ for setting in "${runnable[@]}"; do
   echo "# $setting: alpha ${alpha} us, beta ${bw} GB/s, reduce ${reduce} GB/s" \
     "(0: free)$([ "$setting" = netns ] ||
       echo ", $cores cores, $fc per local flow, $loss lost to switching, cache $cache," \
-        "memory ${slow}x slower")"
+        "memory ${slow}x slower, last-level cache $LLC B ${shared}x slower")"
   for n in 2 "${sizes[@]}"; do
     hosts=$([ "$setting" = netns ] && echo "$n" || echo 1)
     extra=()

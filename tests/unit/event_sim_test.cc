@@ -217,6 +217,68 @@ TEST(EventSim, AWorkingSetBeyondTheCacheSlowsLocalCopiesAndReductions) {
   }
 }
 
+TEST(EventSim, PastTheOwnCacheTheSharedCacheServesWhatTheHostsSetLeavesRoom) {
+  Links l = netOnly();
+  l.cacheBytes = 4e6;
+  l.memSlowdown = 3;
+  l.sharedCacheBytes = 32e6;
+  l.sharedSlowdown = 1.5;
+  // Half of an 8 MB set is past the own cache. 2 ranks' 16 MB fit the shared cache: that half
+  // costs 1.5x. 8 ranks' 64 MB do not: half of that half from memory (3x), half shared.
+  EXPECT_DOUBLE_EQ(memoryFactor(l, 4e6, 8), 1.0);
+  EXPECT_DOUBLE_EQ(memoryFactor(l, 8e6, 2), 1.0 + 0.5 * 0.5);
+  EXPECT_DOUBLE_EQ(memoryFactor(l, 8e6, 4), 1.0 + 0.5 * 0.5);  // 32 MB: just fits
+  EXPECT_DOUBLE_EQ(memoryFactor(l, 8e6, 8), 1.0 + 0.5 * (0.5 * 1.5 + 0.5 * 3 - 1));
+  // Without a shared cache all of it comes from memory, however few the ranks.
+  l.sharedCacheBytes = 0;
+  EXPECT_DOUBLE_EQ(memoryFactor(l, 8e6, 2), 2.0);
+  EXPECT_DOUBLE_EQ(memoryFactor(l, 8e6, 8), 2.0);
+}
+
+TEST(EventSim, RecursiveDoublingSlowsOnceTheHostsRanksOutgrowTheSharedCacheAndTheRingDoesNot) {
+  // Shared-memory rings of 1 MB: the ring streams chunks through them, its working set stays
+  // 2 * (512 KB + 1 MB) whatever the size; recursive doubling's is its input and output.
+  Links l;
+  l.net = {5.0, 1.0};
+  l.shm = {0.5, 10.0};
+  l.cacheBytes = 1e6;
+  l.memSlowdown = 3;
+  l.sharedCacheBytes = 32e6;
+  l.sharedSlowdown = 1.5;
+  l.localBufferBytes = 1 << 20;
+  const SimAlgorithm* ring = findSimAlgorithm("ring");
+  const SimAlgorithm* rd = findSimAlgorithm("recursive_doubling");
+  ASSERT_NE(ring, nullptr);
+  ASSERT_NE(rd, nullptr);
+  const PredictOptions o;
+  const double inFlight = 2.0 * (o.chunkBytes + (1 << 20));
+  EXPECT_DOUBLE_EQ(workingSetBytes(*ring, 64 << 20, l, o), inFlight);
+  EXPECT_DOUBLE_EQ(workingSetBytes(*ring, 256 << 10, l, o), 2.0 * (256 << 10));
+  EXPECT_DOUBLE_EQ(workingSetBytes(*rd, 64 << 20, l, o), 2.0 * (64 << 20));
+  Links sockets = l;  // loopback sockets buffer a message whole
+  sockets.localBufferBytes = 0;
+  EXPECT_DOUBLE_EQ(workingSetBytes(*ring, 64 << 20, sockets, o), 2.0 * (64 << 20));
+  // Time per byte from 4 MB to 16 MB, 2 ranks: 2 * 16 MB fits the shared cache, 2 * 32 MB does
+  // not; recursive doubling slows, the ring does not.
+  auto perByte = [&](const SimAlgorithm& a, size_t bytes) {
+    SimResult r = predict(a, Collective::kAllReduce, bytes, Topology{2, 1}, l);
+    EXPECT_TRUE(r.ok) << r.error;
+    return r.timeUs / static_cast<double>(bytes);
+  };
+  EXPECT_NEAR(perByte(*ring, 16 << 20) / perByte(*ring, 4 << 20), 1.0, 0.01);
+  EXPECT_GT(perByte(*rd, 16 << 20) / perByte(*rd, 4 << 20), 1.2);
+  // And the same size on more ranks of the host: 8 ranks' 8 MB sets are past it.
+  SimResult two = predict(*rd, Collective::kAllReduce, 4 << 20, Topology{2, 1}, l);
+  SimResult eight = predict(*rd, Collective::kAllReduce, 4 << 20, Topology{8, 1}, l);
+  Links roomy = l;
+  roomy.sharedCacheBytes = 1e12;
+  SimResult eightRoomy = predict(*rd, Collective::kAllReduce, 4 << 20, Topology{8, 1}, roomy);
+  ASSERT_TRUE(two.ok && eight.ok && eightRoomy.ok);
+  EXPECT_DOUBLE_EQ(two.timeUs,
+                   predict(*rd, Collective::kAllReduce, 4 << 20, Topology{2, 1}, roomy).timeUs);
+  EXPECT_GT(eight.timeUs, 1.2 * eightRoomy.timeUs);
+}
+
 TEST(EventSim, ReductionsQueueOnTheReceiver) {
   Links l = netOnly();
   l.reduceGBps = 2.0;
