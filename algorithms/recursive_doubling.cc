@@ -3,7 +3,7 @@
 // the buffer is large enough for its pipelining and 1/n-sized steps to pay. Both partners of an
 // exchange combine lower-rank data first, so every rank ends with the same bits. Out of place,
 // the first send and reduction read the input where it is: no up-front copy of the whole
-// buffer into the output (2 ranks, shm, 8 MiB: that copy was 40% of the call).
+// buffer into the output (2 ranks, shm, 8 MiB: that copy was over a third of the call).
 #include <cstring>
 
 #include "algorithms/algorithm.h"
