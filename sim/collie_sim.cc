@@ -90,6 +90,14 @@ bool parseSize(const char* text, size_t* out) {
   return true;
 }
 
+// A size (as parseSize reads it) into a byte count the model holds as a double.
+bool parseBytes(const char* text, double* out) {
+  size_t v = 0;
+  if (!parseSize(text, &v)) return false;
+  *out = static_cast<double>(v);
+  return true;
+}
+
 bool parseDouble(const char* text, double* out) {
   errno = 0;
   char* end = nullptr;
@@ -219,11 +227,9 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
       case kCores:
         ok = parseLong(optarg, 0, 1 << 20, &v), o->links.cores = static_cast<int>(v);
         break;
-      case kCache: {
-        size_t c = 0;
-        ok = parseSize(optarg, &c), o->links.cacheBytes = static_cast<double>(c);
+      case kCache:
+        ok = parseBytes(optarg, &o->links.cacheBytes);
         break;
-      }
       case kFlowCores:
         ok = parseDouble(optarg, &o->links.flowCores) && o->links.flowCores >= 1 &&
              o->links.flowCores <= 2;
@@ -235,19 +241,15 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
       case kMemSlowdown:
         ok = parseDouble(optarg, &o->links.memSlowdown) && o->links.memSlowdown >= 1;
         break;
-      case kSharedCache: {
-        size_t c = 0;
-        ok = parseSize(optarg, &c), o->links.sharedCacheBytes = static_cast<double>(c);
+      case kSharedCache:
+        ok = parseBytes(optarg, &o->links.sharedCacheBytes);
         break;
-      }
       case kSharedSlowdown:
         ok = parseDouble(optarg, &o->links.sharedSlowdown) && o->links.sharedSlowdown >= 1;
         break;
-      case kLocalBuffer: {
-        size_t c = 0;
-        ok = parseSize(optarg, &c), o->links.localBufferBytes = static_cast<double>(c);
+      case kLocalBuffer:
+        ok = parseBytes(optarg, &o->links.localBufferBytes);
         break;
-      }
       case kChunk:
         ok = parseSize(optarg, &o->predict.chunkBytes) && o->predict.chunkBytes > 0;
         break;
