@@ -83,7 +83,8 @@ class Bench {
   collieResult_t runColl(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
                          int iter);
   // Calls until the tuner has stopped trying algorithms for this shape (collieCommLastAlgorithm
-  // no longer says "(trial)"), so that no trial call is timed.
+  // no longer says "(trial)"), so that no trial call is timed; the calls are like the timed
+  // ones (see the .cc).
   void settleTuner(size_t count, collieDataType_t dtype, collieRedOp_t op);
   double timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
   int64_t checkResults(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);

@@ -1,6 +1,8 @@
 // End-to-end tests of collie-perf: runs the built tool under collie-run and reads its table the
 // way a script reading nccl-tests output would, checking sizes, rows, correctness and exit codes.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -268,6 +270,50 @@ TEST(ColliePerf, AlgoFlagForcesTheAlgorithm) {
   EXPECT_TRUE(contains(bad.out, "ring")) << bad.out;
   // -a keeps its nccl-tests meaning (how rank times combine): a name is not a valid value.
   EXPECT_EQ(runCommand(kPerf + " -a ring 2>&1").exitCode, 2);
+}
+
+// The tuner picks once per call shape for both columns of a row, so its trials must be calls
+// like the timed ones: out of place and in place alike, on the offsets the -n timed iterations
+// walk (not the whole of -e, whose far offsets are out of cache when the timed calls' are in it).
+// A shim loaded into each rank counts the trial calls.
+TEST(ColliePerf, TheTunersTrialsAreCallsLikeTheTimedOnes) {
+  const std::string dir = tempPath("trials");
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << dir;
+  const int iters = 4;
+  Outcome run = runCommand("env LD_PRELOAD=" + std::string(COLLIE_TRIAL_CALLS_SHIM) +
+                           " ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0" +
+                           " COLLIE_TRIAL_CALLS=" + dir + "/calls " + kRun + " -n 2 " + kPerf +
+                           " -b 4K -e 1M -f 256 -w 1 -c 0 -n " + std::to_string(iters));
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  int files = 0;
+  DIR* d = opendir(dir.c_str());
+  ASSERT_NE(d, nullptr);
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string path = dir + "/" + e->d_name;
+    std::istringstream lines(readFile(path));
+    size_t count = 0, inSpan = 0, outSpan = 0;
+    long in = 0, out = 0;
+    int shapes = 0;
+    while (lines >> count >> in >> out >> inSpan >> outSpan) {
+      // collie-perf's own small reductions (the times of the ranks, the check) are tuned too.
+      if (count != 1024 && count != 262144) continue;
+      ++shapes;
+      const long all = in + out;
+      const size_t bytes = count * sizeof(float);
+      EXPECT_GE(all, 8) << path << " count " << count;
+      EXPECT_GE(in, all / 4) << path << " count " << count << ": " << in << " of " << all;
+      EXPECT_GE(out, all / 4) << path << " count " << count << ": " << out << " of " << all;
+      EXPECT_LE(inSpan, (iters - 1) * bytes) << path << " count " << count;
+      EXPECT_LE(outSpan, (iters - 1) * bytes) << path << " count " << count;
+    }
+    EXPECT_EQ(shapes, 2) << path << ": " << readFile(path);  // 4 KiB and 1 MiB of floats
+    unlink(path.c_str());
+    ++files;
+  }
+  closedir(d);
+  rmdir(dir.c_str());
+  EXPECT_EQ(files, 2);  // one per rank
 }
 
 TEST(ColliePerf, AlgoAllPrintsATablePerAlgorithm) {
