@@ -43,7 +43,7 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_TUNER_RUN", "100",
        "after the trials, the pick and the next two by median each make up to this many calls "
        "in a row, in blocks of up to 25 taken in turn (as many as fit in 400 ms; at least two "
-       "blocks of 4), and the shape settles on the fastest mean; 0: the trials alone decide"},
+       "blocks of 6), and the shape settles on the fastest mean; 0: the trials alone decide"},
       {"COLLIE_TUNER_SPAN", "4",
        "the tuner tries the algorithms the cost model predicts within this factor of its best"},
       {"COLLIE_TRANSPORT", "",

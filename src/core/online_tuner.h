@@ -86,14 +86,18 @@ class OnlineTuner {
   // timed (the switch from the other algorithm: on one host, 2 ranks, 32 KiB, blocks of 10 with
   // 2 not timed had recursive doubling at 5-7 us, called 50 times in a row it takes 4-5). A shape
   // whose calls are too long for kMinRunBlocks blocks of kMinBlockCalls skips the runs: a call that
-  // long hardly overlaps the next. Measured on one host, 2 ranks, 64 KiB: shm_direct took 7.5 us in
-  // its turns and 12 us called back to back, ring 7.6 and 7.4. On 8 netns hosts at 512 KiB rhd took
-  // 8 ms in its turns and a median 8 ms in a row too, but a mean of 13-26 ms: some calls stall.
+  // long hardly overlaps the next, and a block of fewer calls times two or three, whose mean one
+  // stalled call decides (8 netns hosts, 2 MiB: in blocks of 4, two timed, ring's mean was 42.6 ms
+  // and rhd's 32.4, and took rhd; collie-perf then timed ring at 30.7 ms and rhd at 34.7, as the
+  // trials' medians had it, 34.4 and 37.8). Measured on one host, 2 ranks, 64 KiB: shm_direct
+  // took 7.5 us in its turns and 12 us called back to back, ring 7.6 and 7.4. On 8 netns hosts at
+  // 512 KiB rhd took 8 ms in its turns and a median 8 ms in a row too, but a mean of 13-26 ms: some
+  // calls stall.
   static constexpr int kRunCandidates = 3;
   static constexpr int kMinRunBlocks = 2;
   static constexpr int kMaxBlockCalls = 25;
   static constexpr double kRunBudgetUs = 400000;
-  static constexpr int kMinBlockCalls = 4;
+  static constexpr int kMinBlockCalls = 6;
   static constexpr int kRunWarmCalls = 2;
   // Means of the runs this close to the lowest are a tie, which the trials' medians break (8
   // netns hosts, 512 KiB: tree 10.5 ms and ring 10.9 in a row, 10.4 and 8.4 in the trials;

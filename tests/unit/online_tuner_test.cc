@@ -207,7 +207,7 @@ OnlineTuner::Trial* cPickedThenRuns(OnlineTuner& t) {
 // The trials pick c (medians c 6, a 8, b 9), two blocks of each candidate run, and the ranks
 // agree on times: the means (c, a, b), then each round's blocks. The name it settles on.
 std::string settledOnRuns(const std::vector<double>& times) {
-  OnlineTuner t(3, 16, 8);
+  OnlineTuner t(3, 16, 12);
   OnlineTuner::Trial* trial = cPickedThenRuns(t);
   if (trial == nullptr || trial->blocks != 2 || trial->runTrialUs != std::vector<double>{6, 8, 9})
     return "(no runs as planned)";
@@ -271,13 +271,13 @@ TEST(OnlineTuner, EveryCandidateFollowsEveryOtherAlike) {
 
 // The agreed figures decide: another rank's calls of the pick were slower than a's.
 TEST(OnlineTuner, TheFastestAgreedMeanReplacesThePick) {
-  OnlineTuner t(3, 16, 8);
+  OnlineTuner t(3, 16, 12);
   OnlineTuner::Trial* trial = cPickedThenRuns(t);
   ASSERT_NE(trial, nullptr);
-  EXPECT_EQ(trial->blockCalls, 4);  // 8 calls each, as COLLIE_TUNER_RUN asks
+  EXPECT_EQ(trial->blockCalls, 6);  // 12 calls each, as COLLIE_TUNER_RUN asks
   const std::vector<std::string> ran =
       runBlocks(t, trial, [](const std::string& name, int) { return name == "c" ? 7.0 : 8.0; });
-  EXPECT_EQ(ran.size(), 24u);
+  EXPECT_EQ(ran.size(), 36u);
   ASSERT_TRUE(t.readyToSettle(trial));
   t.times(trial) = {9, 8.5, 8.7, 9, 8.5, 8.7, 9, 8.5, 8.7};
   EXPECT_STREQ(t.settle(trial)->name(), "a");
@@ -327,14 +327,15 @@ TEST(OnlineTuner, ATieInTheRunsGoesToTheFasterInTheTrials) {
 }
 
 // The blocks fit their budget of 400 ms per candidate and COLLIE_TUNER_RUN calls: 4 blocks of
-// 25 for calls of 9 us, 2 of 16 for 12 ms, 2 of 4 for 49 ms, and calls too long for that none
-// (the trials decide).
+// 25 for calls of 9 us, 2 of 16 for 12 ms, 2 of 6 for 33 ms, and calls too long for that none
+// (the trials decide): at 49 ms, 2 blocks of 4 would time 2 calls each.
 TEST(OnlineTuner, RunsFitTheirBudgetAndLongCallsSkipThem) {
   struct Case {
     double us;
     int blocks, blockCalls;
   };
-  for (const Case& c : {Case{9, 4, 25}, Case{12000, 2, 16}, Case{49000, 2, 4}, Case{80000, 0, 0}}) {
+  for (const Case& c : {Case{9, 4, 25}, Case{12000, 2, 16}, Case{33000, 2, 6}, Case{49000, 0, 0},
+                        Case{80000, 0, 0}}) {
     SCOPED_TRACE(c.us);
     const double us = c.us;
     OnlineTuner t(3, 16, 100);
