@@ -278,8 +278,16 @@ Status CommImpl::init(BootstrapInfo info) {
   }
   conns_.resize(nranks_);
   if (allowShm && localRanks.size() > 1) {
-    Status ss = setUpShm(localRanks, deadline);
+    Status ss = setUpShm(localRanks, ucxForced ? "ucx" : allowTcp ? "tcp" : nullptr, deadline);
     if (!ss.isOk()) return ss.withContext(where);
+    if (!shm_) {  // no room for it on this host: the local peers take the next transport
+      for (int p = 0; p < nranks_; ++p) {
+        if (!useShm[p]) continue;
+        useShm[p] = false;
+        useUcx[p] = ucxForced;
+        wantUcx |= useUcx[p];
+      }
+    }
   }
   if (wantUcx) {
     Status us = setUpUcx(&useUcx, ucxForced, deadline);
@@ -429,17 +437,38 @@ Status CommImpl::settleTrial(OnlineTuner::Trial* t, const CollArgs& args) {
   return Status::ok();
 }
 
-Status CommImpl::setUpShm(const std::vector<int>& local, const Deadline& deadline) {
+Status CommImpl::setUpShm(const std::vector<int>& local, const char* fallback,
+                          const Deadline& deadline) {
   ShmOptions so;
   so.ringBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_RING_BYTES"));
   so.stagingBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_STAGING_BYTES"));
-  COLLIE_ASSIGN_OR_RETURN(shm_, ShmTransport::create(commId_, rank_, local, so));
-  COLLIE_RETURN_IF_ERROR(store_->set("shm/" + std::to_string(rank_), shm_->segmentName()));
+  // "shm/<rank>": the segment's name, or "!" and why this rank has none, so that every local
+  // rank gives up on shm alike (names start with '/').
+  auto made = ShmTransport::create(commId_, rank_, local, so);
+  if (made.isOk()) shm_ = made.take();
+  const std::string mine = shm_ ? shm_->segmentName() : "!" + made.status().message();
+  COLLIE_RETURN_IF_ERROR(store_->set("shm/" + std::to_string(rank_), mine));
   std::vector<std::string> keys, names;
   for (int r : local) keys.push_back("shm/" + std::to_string(r));
   COLLIE_RETURN_IF_ERROR(store_->wait(keys, deadline, nullptr));
-  for (const auto& k : keys) {
-    COLLIE_ASSIGN_OR_RETURN(std::string n, store_->get(k, deadline));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    COLLIE_ASSIGN_OR_RETURN(std::string n, store_->get(keys[i], deadline));
+    if (!n.empty() && n[0] == '!') {
+      shm_.reset();  // unlinks this rank's segment: no peer will map it
+      const std::string why = "shm: rank " + std::to_string(local[i]) + ": " + n.substr(1);
+      if (fallback != nullptr) {
+        COLLIE_WARN(kLogInit, "%s; the peers on this host use %s instead", why.c_str(), fallback);
+        return Status::ok();
+      }
+      // Briefly, until the other local ranks have read this far: the store may live in this
+      // process, and a rank that loses it first would report that instead of the reason.
+      COLLIE_RETURN_IF_ERROR(store_->set("shmseen/" + std::to_string(rank_), "1"));
+      std::vector<std::string> seen;
+      for (int r : local) seen.push_back("shmseen/" + std::to_string(r));
+      store_->wait(seen, Deadline::afterMs(deadline.remainingMs(2000)), nullptr);
+      return Status(collieSystemError,
+                    "COLLIE_TRANSPORT=" + params().getString("COLLIE_TRANSPORT") + ": " + why);
+    }
     names.push_back(n);
   }
   COLLIE_RETURN_IF_ERROR(shm_->mapPeers(names));

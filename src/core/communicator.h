@@ -87,7 +87,10 @@ class CommImpl {
                       const Deadline& deadline);
   Status ensureStaging(int device);
   AlgoContext context(const CollArgs& args);  // for an op about to run: takes a sequence number
-  Status setUpShm(const std::vector<int>& local, const Deadline& deadline);
+  // Maps the segments of the local ranks. Where a local rank could not make its own (no room in
+  // /dev/shm), every local rank leaves shm_ null and its local peers to fallback, or, with
+  // none (nullptr), fails saying why.
+  Status setUpShm(const std::vector<int>& local, const char* fallback, const Deadline& deadline);
   // With a network in use: the tuner's figures for it measured on the ring's links
   // (link_probe.h), the same on every rank.
   Status probeNetwork(bool network);

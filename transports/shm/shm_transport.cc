@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +27,12 @@ constexpr uint32_t kSegMagic = 0x434c5348;  // "CLSH"
 constexpr size_t kLine = 64;
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+std::string mib(double bytes) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.2f MiB", bytes / (1 << 20));
+  return buf;
+}
 
 struct alignas(kLine) SegHeader {
   uint32_t magic;
@@ -61,15 +68,22 @@ class ShmSegment {
     return roundUp(sizeof(SegHeader), 4096) +
            nlocal * roundUp(sizeof(RingCtl) + o.ringBytes, 4096) + roundUp(o.stagingBytes, 4096);
   }
+  // create: makes the segment, one of nlocal alike, and takes its pages.
   static StatusOr<std::unique_ptr<ShmSegment>> map(const std::string& name, bool create,
-                                                   size_t size) {
+                                                   size_t size, uint32_t nlocal = 0) {
     int fd = shm_open(name.c_str(), create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
     if (fd < 0) return errnoStatus("shm_open " + name, errno);
-    if (create && ftruncate(fd, static_cast<off_t>(size)) != 0) {
-      int e = errno;
-      close(fd);
-      shm_unlink(name.c_str());
-      return errnoStatus("ftruncate " + name + " (is /dev/shm full?)", e);
+    if (create) {
+      // The pages are taken now: a tmpfs without room for them would otherwise let ftruncate
+      // and mmap succeed and kill the first process that touches a page it lacks (SIGBUS).
+      int e = ftruncate(fd, static_cast<off_t>(size)) != 0 ? errno : 0;
+      if (e == 0) e = posix_fallocate(fd, 0, static_cast<off_t>(size));
+      if (e != 0) {
+        close(fd);
+        shm_unlink(name.c_str());
+        if (e == ENOSPC) return noRoom(size, nlocal);
+        return errnoStatus("allocating shm segment " + name, e);
+      }
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < size) {
@@ -87,6 +101,22 @@ class ShmSegment {
     s->base_ = static_cast<char*>(p);
     s->size_ = size;
     return s;
+  }
+  // /dev/shm cannot hold a segment of size bytes, one of nlocal alike: what it has and what to
+  // do about it.
+  static Status noRoom(size_t size, uint32_t nlocal) {
+    struct statvfs fs;
+    std::string has;
+    if (statvfs("/dev/shm", &fs) == 0)
+      has = "; /dev/shm holds " +
+            mib(static_cast<double>(fs.f_blocks) * static_cast<double>(fs.f_frsize)) + ", " +
+            mib(static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize)) + " free";
+    return systemError("/dev/shm has no room for this rank's shared-memory segment: each of the " +
+                       std::to_string(nlocal) + " ranks on this host needs " +
+                       mib(static_cast<double>(size)) + has +
+                       " (enlarge /dev/shm, as docker run --shm-size does; or lower "
+                       "COLLIE_SHM_RING_BYTES and COLLIE_SHM_STAGING_BYTES; or set "
+                       "COLLIE_TRANSPORT=tcp)");
   }
   SegHeader* header() { return reinterpret_cast<SegHeader*>(base_); }
   RingCtl* ring(uint32_t i, const ShmOptions& o) {
@@ -245,7 +275,8 @@ StatusOr<std::unique_ptr<ShmTransport>> ShmTransport::create(uint64_t commId, in
            static_cast<int>(getpid()));
   t->name_ = name;
   size_t size = ShmSegment::sizeFor(static_cast<uint32_t>(t->local_.size()), t->opt_);
-  COLLIE_ASSIGN_OR_RETURN(t->own_, ShmSegment::map(t->name_, true, size));
+  COLLIE_ASSIGN_OR_RETURN(
+      t->own_, ShmSegment::map(t->name_, true, size, static_cast<uint32_t>(t->local_.size())));
   t->linked_ = true;
   SegHeader* h = t->own_->header();
   h->pid = getpid();
