@@ -437,46 +437,78 @@ Status CommImpl::settleTrial(OnlineTuner::Trial* t, const CollArgs& args) {
   return Status::ok();
 }
 
+namespace {
+
+// What a local rank publishes in a round of setUpShm when it cannot go on: '!' and why, for a
+// failure of the system (the others fall back with it), '?' and why, for a misuse (they fail).
+std::string shmRefusal(const Status& s) {
+  return (s.code() == collieInvalidUsage ? "?" : "!") + s.message();
+}
+
+}  // namespace
+
+Status CommImpl::exchangeLocal(const std::string& prefix, const std::string& mine,
+                               const std::vector<int>& local, const Deadline& deadline,
+                               std::vector<std::string>* values) {
+  COLLIE_RETURN_IF_ERROR(store_->set(prefix + std::to_string(rank_), mine));
+  std::vector<std::string> keys;
+  for (int r : local) keys.push_back(prefix + std::to_string(r));
+  COLLIE_RETURN_IF_ERROR(store_->wait(keys, deadline, nullptr));
+  values->clear();
+  for (const auto& k : keys) {
+    COLLIE_ASSIGN_OR_RETURN(std::string v, store_->get(k, deadline));
+    values->push_back(std::move(v));
+  }
+  return Status::ok();
+}
+
+bool CommImpl::shmRefused(const std::vector<std::string>& values, const std::vector<int>& local,
+                          const char* fallback, const Deadline& deadline, Status* result) {
+  // A misuse first: then every rank fails alike, whatever failed elsewhere.
+  size_t i = 0;
+  for (char kind : {'?', '!'}) {
+    for (i = 0; i < values.size() && (values[i].empty() || values[i][0] != kind);) ++i;
+    if (i < values.size()) break;
+  }
+  if (i == values.size()) return false;
+  shm_.reset();  // unmaps the peers' segments and unlinks this rank's: nobody uses them now
+  const bool misuse = values[i][0] == '?';
+  const std::string why = "shm: rank " + std::to_string(local[i]) + ": " + values[i].substr(1);
+  if (fallback != nullptr && !misuse) {
+    COLLIE_WARN(kLogInit, "%s; the peers on this host use %s instead", why.c_str(), fallback);
+    *result = Status::ok();
+    return true;
+  }
+  // Briefly, until the other local ranks have read this far: the store may live in this
+  // process, and a rank that loses it first would report that instead of the reason.
+  std::vector<std::string> seen;
+  exchangeLocal("shmseen/", "1", local, Deadline::afterMs(deadline.remainingMs(2000)), &seen);
+  *result = Status(
+      misuse ? collieInvalidUsage : collieSystemError,
+      misuse ? why : "COLLIE_TRANSPORT=" + params().getString("COLLIE_TRANSPORT") + ": " + why);
+  return true;
+}
+
 Status CommImpl::setUpShm(const std::vector<int>& local, const char* fallback,
                           const Deadline& deadline) {
   ShmOptions so;
   so.ringBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_RING_BYTES"));
   so.stagingBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_STAGING_BYTES"));
-  // "shm/<rank>": the segment's name, or "!" and why this rank has none, so that every local
-  // rank gives up on shm alike (names start with '/').
+  // Two rounds, in which every local rank publishes what it got, so that all of them go on
+  // with shm or give it up alike: "shm/<rank>", the name of the segment it made (names start
+  // with '/'), and "shmmapped/<rank>", whether it mapped its peers' segments.
   auto made = ShmTransport::create(commId_, rank_, local, so);
   if (made.isOk()) shm_ = made.take();
-  const std::string mine = shm_ ? shm_->segmentName() : "!" + made.status().message();
-  COLLIE_RETURN_IF_ERROR(store_->set("shm/" + std::to_string(rank_), mine));
-  std::vector<std::string> keys, names;
-  for (int r : local) keys.push_back("shm/" + std::to_string(r));
-  COLLIE_RETURN_IF_ERROR(store_->wait(keys, deadline, nullptr));
-  for (size_t i = 0; i < keys.size(); ++i) {
-    COLLIE_ASSIGN_OR_RETURN(std::string n, store_->get(keys[i], deadline));
-    if (!n.empty() && n[0] == '!') {
-      shm_.reset();  // unlinks this rank's segment: no peer will map it
-      const std::string why = "shm: rank " + std::to_string(local[i]) + ": " + n.substr(1);
-      if (fallback != nullptr) {
-        COLLIE_WARN(kLogInit, "%s; the peers on this host use %s instead", why.c_str(), fallback);
-        return Status::ok();
-      }
-      // Briefly, until the other local ranks have read this far: the store may live in this
-      // process, and a rank that loses it first would report that instead of the reason.
-      COLLIE_RETURN_IF_ERROR(store_->set("shmseen/" + std::to_string(rank_), "1"));
-      std::vector<std::string> seen;
-      for (int r : local) seen.push_back("shmseen/" + std::to_string(r));
-      store_->wait(seen, Deadline::afterMs(deadline.remainingMs(2000)), nullptr);
-      return Status(collieSystemError,
-                    "COLLIE_TRANSPORT=" + params().getString("COLLIE_TRANSPORT") + ": " + why);
-    }
-    names.push_back(n);
-  }
-  COLLIE_RETURN_IF_ERROR(shm_->mapPeers(names));
-  // Once every local rank has mapped every segment the names go: nothing outlives a crash.
-  COLLIE_RETURN_IF_ERROR(store_->set("shmmapped/" + std::to_string(rank_), "1"));
-  std::vector<std::string> mapped;
-  for (int r : local) mapped.push_back("shmmapped/" + std::to_string(r));
-  COLLIE_RETURN_IF_ERROR(store_->wait(mapped, deadline, nullptr));
+  std::vector<std::string> names, mapped;
+  COLLIE_RETURN_IF_ERROR(exchangeLocal(
+      "shm/", shm_ ? shm_->segmentName() : shmRefusal(made.status()), local, deadline, &names));
+  Status refused;
+  if (shmRefused(names, local, fallback, deadline, &refused)) return refused;
+  const Status m = shm_->mapPeers(names);
+  COLLIE_RETURN_IF_ERROR(
+      exchangeLocal("shmmapped/", m.isOk() ? "1" : shmRefusal(m), local, deadline, &mapped));
+  if (shmRefused(mapped, local, fallback, deadline, &refused)) return refused;
+  // Every local rank has mapped every segment: the names go, so nothing outlives a crash.
   shm_->unlinkOwn();
   shm_->makeConnections(&conns_);
   return Status::ok();

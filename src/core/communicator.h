@@ -88,9 +88,17 @@ class CommImpl {
   Status ensureStaging(int device);
   AlgoContext context(const CollArgs& args);  // for an op about to run: takes a sequence number
   // Maps the segments of the local ranks. Where a local rank could not make its own (no room in
-  // /dev/shm), every local rank leaves shm_ null and its local peers to fallback, or, with
-  // none (nullptr), fails saying why.
+  // /dev/shm) or map its peers' (another /dev/shm), every local rank leaves shm_ null and its
+  // local peers to fallback, or, with none (nullptr), fails saying why.
   Status setUpShm(const std::vector<int>& local, const char* fallback, const Deadline& deadline);
+  // Publishes mine as prefix<rank> and reads what every rank of local published there.
+  Status exchangeLocal(const std::string& prefix, const std::string& mine,
+                       const std::vector<int>& local, const Deadline& deadline,
+                       std::vector<std::string>* values);
+  // Whether a local rank refused shm in a round of setUpShm (values, by local): then shm_ is
+  // gone and *result is ok (fall back) or the error.
+  bool shmRefused(const std::vector<std::string>& values, const std::vector<int>& local,
+                  const char* fallback, const Deadline& deadline, Status* result);
   // With a network in use: the tuner's figures for it measured on the ring's links
   // (link_probe.h), the same on every rank.
   Status probeNetwork(bool network);

@@ -3,7 +3,8 @@
 // tcp, or, with COLLIE_TRANSPORT=shm, every one of them fails at init saying why. Before, the
 // segments were sized without taking their pages, and the first rank to touch a page the
 // tmpfs could not give died of SIGBUS. Each test mounts a small tmpfs on /dev/shm in a mount
-// namespace of its own (as root; skipped elsewhere).
+// namespace of its own (as root; skipped elsewhere). And ranks of one host that see different
+// /dev/shm (containers that do not share theirs) fall back to tcp together.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -25,17 +26,27 @@ namespace collie {
 namespace testing {
 namespace {
 
+// Mounts a tmpfs of mib MiB (0: the default size) on /dev/shm in a new mount namespace, seen by
+// this process and those it forks from now on; returns why not, or "" when done.
+std::string ownDevShm(int mib) {
+  if (unshare(CLONE_NEWNS) != 0) return std::string("unshare(CLONE_NEWNS): ") + strerror(errno);
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return std::string("making / private: ") + strerror(errno);
+  const std::string opts = mib > 0 ? "size=" + std::to_string(mib) + "m" : "";
+  if (mount("tmpfs", "/dev/shm", "tmpfs", 0, opts.c_str()) != 0)
+    return std::string("mounting a tmpfs on /dev/shm: ") + strerror(errno);
+  return "";
+}
+
 class SmallDevShm : public ::testing::Test {
  protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a tmpfs on /dev/shm";
+  }
   // A tmpfs of mib MiB on /dev/shm, seen by this process and the ranks it forks.
   void mountSmall(int mib) {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a small /dev/shm";
-    if (unshare(CLONE_NEWNS) != 0) GTEST_SKIP() << "unshare(CLONE_NEWNS): " << strerror(errno);
-    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-      GTEST_SKIP() << "making / private: " << strerror(errno);
-    const std::string opts = "size=" + std::to_string(mib) + "m";
-    if (mount("tmpfs", "/dev/shm", "tmpfs", 0, opts.c_str()) != 0)
-      GTEST_SKIP() << "mounting a tmpfs on /dev/shm: " << strerror(errno);
+    const std::string why = ownDevShm(mib);
+    if (!why.empty()) GTEST_SKIP() << why;
     mounted_ = true;
   }
   void TearDown() override {
@@ -54,6 +65,35 @@ class SmallDevShm : public ::testing::Test {
 
   static constexpr const char* kNoRoom = "/dev/shm has no room";
 };
+
+// The ranks are on one host by its id, but each sees a /dev/shm of its own (containers that do
+// not share theirs): none can map its peers' segments, and all fall back to tcp together.
+TEST_F(SmallDevShm, RanksThatSeeAnotherDevShmFallBackToTcpTogether) {
+  WorldOptions opt;
+  opt.timeoutSec = 120;
+  opt.env = {{"COLLIE_SOCKET_IFNAME", "lo"}, {"COLLIE_TIMEOUT_MS", "30000"}};
+  auto out = runWorld(3, opt, [](int rank, Reporter& rep) {
+    const std::string why = ownDevShm(0);
+    if (!why.empty()) return rep.fail(why);
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess)
+      return rep.fail(std::string("init: ") + collieGetLastError(nullptr));
+    std::vector<int32_t> buf(4099, rank + 1);
+    if (collieAllReduce(buf.data(), buf.data(), buf.size(), collieInt32, collieSum, c, nullptr) !=
+        collieSuccess)
+      return rep.fail(std::string("allreduce: ") + collieGetLastError(c));
+    for (size_t i = 0; i < buf.size(); ++i)
+      if (buf[i] != 1 + 2 + 3)
+        return rep.fail("element " + std::to_string(i) + ": " + std::to_string(buf[i]));
+    collieCommDestroy(c);
+  });
+  expectAllPassed(out);
+  for (const RankOutcome& r : out) {
+    EXPECT_NE(r.output.find("no such segment in this rank's /dev/shm"), std::string::npos)
+        << "rank " << r.rank << ": " << r.output;
+    EXPECT_NE(r.output.find("use tcp instead"), std::string::npos) << r.output;
+  }
+}
 
 TEST_F(SmallDevShm, TheLocalRanksFallBackToTcpTogether) {
   // Each of 4 ranks needs about 8 MiB (4 rings of 1 MiB, 4 MiB of staging): 20 MiB holds two
@@ -114,6 +154,28 @@ TEST_F(SmallDevShm, ForcedShmFailsOnEveryRankSayingWhy) {
   });
   expectAllPassed(out);
   EXPECT_TRUE(leftovers().empty()) << leftovers().front();
+}
+
+// Ranks that disagree on the segments' layout are a misuse, not something to fall back from:
+// every local rank fails at init, at once, naming the setting.
+TEST(ShmSettings, RanksThatDisagreeOnTheRingSizeFailTogether) {
+  for (int odd : {0, 2}) {  // the rank with a larger ring: first or last of the host
+    WorldOptions opt;
+    opt.timeoutSec = 60;
+    opt.env = {{"COLLIE_SOCKET_IFNAME", "lo"}};
+    auto out = runWorld(3, opt, [odd](int rank, Reporter& rep) {
+      setenv("COLLIE_SHM_RING_BYTES", rank == odd ? "2M" : "1M", 1);
+      Deadline d = Deadline::afterMs(20000);
+      collieComm_t c = nullptr;
+      collieResult_t r = collieCommInitFromEnv(&c);
+      const std::string msg = collieGetLastError(nullptr);
+      if (r != collieInvalidUsage) rep.fail("want invalid usage, got " + std::to_string(r));
+      if (msg.find("COLLIE_SHM_* settings must agree") == std::string::npos) rep.fail(msg);
+      if (d.expired()) rep.fail("took too long");
+    });
+    SCOPED_TRACE("rank " + std::to_string(odd) + " has the larger ring");
+    expectAllPassed(out);
+  }
 }
 
 }  // namespace

@@ -72,6 +72,11 @@ class ShmSegment {
   static StatusOr<std::unique_ptr<ShmSegment>> map(const std::string& name, bool create,
                                                    size_t size, uint32_t nlocal = 0) {
     int fd = shm_open(name.c_str(), create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
+    if (fd < 0 && !create && errno == ENOENT)
+      return systemError("shm_open " + name +
+                         ": no such segment in this rank's /dev/shm (its owner is on this host "
+                         "but sees another /dev/shm: containers of one host must share theirs, "
+                         "as docker run --ipc=host does)");
     if (fd < 0) return errnoStatus("shm_open " + name, errno);
     if (create) {
       // The pages are taken now: a tmpfs without room for them would otherwise let ftruncate
@@ -86,9 +91,16 @@ class ShmSegment {
       }
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < size) {
+    if (fstat(fd, &st) != 0) {
+      int e = errno;
       close(fd);
-      return internalError("shm segment " + name + " is smaller than expected");
+      return errnoStatus("fstat " + name, e);
+    }
+    if (static_cast<size_t>(st.st_size) != size) {
+      close(fd);
+      return invalidUsage("shm segment " + name + " has " + std::to_string(st.st_size) +
+                          " bytes where this rank's settings make " + std::to_string(size) +
+                          " (COLLIE_SHM_* settings must agree)");
     }
     // Populated now, not page by page on first touch: each process faults in every page it
     // maps, and a small message touching fresh ring pages cost 4-6x its time until the ring
