@@ -144,14 +144,18 @@ StatusOr<BootstrapInfo> bootstrapFromId(const collieUniqueId& raw, int nranks, i
   return b;
 }
 
+int jobStorePort(const std::string& job) {
+  return static_cast<int>(20000 + fnv1a(std::string("port/") + job) % 30000);
+}
+
 StatusOr<BootstrapInfo> bootstrapFromEnv() {
   BootstrapInfo b;
   const char* rankVar = nullptr;
   const char* sizeVar = nullptr;
-  const char* r = firstEnv({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"},
-                           &rankVar);
-  const char* n = firstEnv({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"},
-                           &sizeVar);
+  const char* r =
+      firstEnv({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}, &rankVar);
+  const char* n =
+      firstEnv({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, &sizeVar);
   if (r == nullptr || n == nullptr)
     return invalidArgument(
         "collieCommInitFromEnv: no rank/size in the environment: set RANK and WORLD_SIZE (or "
@@ -163,13 +167,14 @@ StatusOr<BootstrapInfo> bootstrapFromEnv() {
   const char* port = getenv("MASTER_PORT");
   std::string derivedPort;
   const char* localSize = firstEnv({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}, nullptr);
-  const char* job = firstEnv({"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_JOB_ID"}, nullptr);
+  const char* job =
+      firstEnv({"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_JOB_ID"}, nullptr);
   if ((host == nullptr || *host == '\0') && (port == nullptr || *port == '\0') &&
       localSize != nullptr && job != nullptr && strcmp(localSize, n) == 0) {
     // mpirun/srun on one host without MASTER_*: rank 0 is on this host; every rank derives the
     // same port from the job id (a clash with a busy port is reported by rank 0 at bind).
     host = "127.0.0.1";
-    derivedPort = std::to_string(20000 + fnv1a(std::string("port/") + job) % 30000);
+    derivedPort = std::to_string(jobStorePort(job));
     port = derivedPort.c_str();
   }
   if (host == nullptr || port == nullptr || *host == '\0' || *port == '\0')
@@ -177,16 +182,17 @@ StatusOr<BootstrapInfo> bootstrapFromEnv() {
         "collieCommInitFromEnv: MASTER_ADDR and MASTER_PORT must name the host and a free port "
         "where rank 0 serves the store (mpirun: -x MASTER_ADDR=... -x MASTER_PORT=...)");
   COLLIE_ASSIGN_OR_RETURN(int p, parseEnvInt("MASTER_PORT", port));
-  if (p == 0 || p > 65535) return invalidArgument("MASTER_PORT=" + std::string(port) + " out of range");
+  if (p == 0 || p > 65535)
+    return invalidArgument("MASTER_PORT=" + std::string(port) + " out of range");
   COLLIE_ASSIGN_OR_RETURN(b.storeAddr, resolveHost(host, p));
   b.serveStore = b.rank == 0;
   // The secret: COLLIE_SECRET when the launcher made one (collie-run does), else derived from
   // what every rank of this job shares — enough to turn away strangers and other jobs.
   std::string basis = std::string(host) + ":" + port;
   if (const char* s = firstEnv({"COLLIE_SECRET"}, nullptr)) basis += "/secret=" + std::string(s);
-  if (const char* j = firstEnv({"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid",
-                                "PMIX_NAMESPACE"},
-                               nullptr))
+  if (const char* j = firstEnv(
+          {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"},
+          nullptr))
     basis += "/job=" + std::string(j);
   uint64_t h1 = fnv1a(basis), h2 = fnv1a(basis, h1 ^ 0x9e3779b97f4a7c15ULL);
   memcpy(b.auth.secret, &h1, 8);

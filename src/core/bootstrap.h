@@ -16,14 +16,17 @@ struct BootstrapInfo {
   int nranks = 1;
   SockAddr storeAddr;
   StoreAuth auth;
-  bool serveStore = false;  // this rank starts the store server (env mode, rank 0)
+  bool serveStore = false;              // this rank starts the store server (env mode, rank 0)
   std::unique_ptr<StoreServer> server;  // adopted from collieGetUniqueId in this process
-  std::string how;          // "unique id", "env (RANK/WORLD_SIZE)", ... for messages
+  std::string how;                      // "unique id", "env (RANK/WORLD_SIZE)", ... for messages
 };
 
 // Makes an id and starts its store server in this process (like NCCL's root thread).
 Status makeUniqueId(collieUniqueId* id);
 StatusOr<BootstrapInfo> bootstrapFromId(const collieUniqueId& id, int nranks, int rank);
 StatusOr<BootstrapInfo> bootstrapFromEnv();
+// The store's port that ranks started by mpirun or srun on one host without MASTER_* derive
+// from their job id.
+int jobStorePort(const std::string& job);
 
 }  // namespace collie

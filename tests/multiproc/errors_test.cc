@@ -1,6 +1,8 @@
 // Bad input and misuse: every case gets its documented code and a message, never a crash or a
 // hang. Ranks that disagree on count or dtype get an error on every rank.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include "collie/collie.hpp"
 #include "src/base/log.h"
 #include "src/base/time.h"
+#include "src/core/bootstrap.h"
 #include "src/memory/memory_kind.h"
 #include "tests/harness/process_world.h"
 
@@ -337,10 +340,10 @@ TEST(EnvInit, ARankLogsAtItsOwnLevelAfterItsParentLogged) {
 }
 
 TEST(EnvInit, UnknownAlgorithmOrTransportIsRejectedAtInit) {
-  for (auto kv : std::vector<std::pair<std::string, std::string>>{
-           {"COLLIE_ALGO", "bogus"},
-           {"COLLIE_TRANSPORT", kNotATransport},
-           {"COLLIE_BACKEND", "bogus"}}) {
+  for (auto kv :
+       std::vector<std::pair<std::string, std::string>>{{"COLLIE_ALGO", "bogus"},
+                                                        {"COLLIE_TRANSPORT", kNotATransport},
+                                                        {"COLLIE_BACKEND", "bogus"}}) {
     WorldOptions opt;
     opt.env = {kv};
     auto out = runWorld(1, opt, [kv](int, Reporter& rep) {
@@ -371,10 +374,32 @@ TEST(EnvInit, NcclBackendWithoutAGpuFailsAtInitSayingWhy) {
 }
 
 // What mpirun puts in the environment (no MASTER_*): ranks on one host find each other.
+// Whether a listener could bind port on 127.0.0.1 now.
+bool portIsFree(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  close(fd);
+  return ok;
+}
+
 TEST(EnvInit, MpirunStyleEnvironmentOnOneHost) {
   WorldOptions opt;
   opt.setRankEnv = false;
-  std::string job = std::to_string(1000000 + getpid());
+  // The ranks derive the store's port from the job id: one whose port is free now, so that a
+  // port another process holds (an ephemeral one, say) does not fail the test.
+  std::string job;
+  for (int i = 0; i < 100 && job.empty(); ++i) {
+    std::string j = std::to_string(1000000 + 100 * getpid() + i);
+    if (portIsFree(jobStorePort(j))) job = j;
+  }
+  ASSERT_FALSE(job.empty()) << "no job id with a free store port";
   auto out = runWorld(3, opt, [job](int rank, Reporter& rep) {
     unsetenv("RANK");
     unsetenv("WORLD_SIZE");
