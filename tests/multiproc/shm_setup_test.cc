@@ -1,20 +1,25 @@
-// A /dev/shm too small for the shared-memory segments (a container's is 64 MiB unless asked for
-// more; 8 ranks need 96 MiB by default): the ranks of the host agree to reach each other over
-// tcp, or, with COLLIE_TRANSPORT=shm, every one of them fails at init saying why. Before, the
-// segments were sized without taking their pages, and the first rank to touch a page the
-// tmpfs could not give died of SIGBUS. Each test mounts a small tmpfs on /dev/shm in a mount
-// namespace of its own (as root; skipped elsewhere). And ranks of one host that see different
-// /dev/shm (containers that do not share theirs) fall back to tcp together.
+// The shared-memory transport where the host is not what it assumes: a /dev/shm too small for
+// the segments (a container's is 64 MiB unless asked for more; 8 ranks need 96 MiB by default):
+// the ranks of the host agree to reach each other over tcp, or, with COLLIE_TRANSPORT=shm,
+// every one of them fails at init saying why (before, the segments were sized without taking
+// their pages, and the first rank to touch a page the tmpfs could not give died of SIGBUS).
+// Ranks of one host that see different /dev/shm, or run in different PID namespaces
+// (containers without --ipc=host or --pid=host), and ranks that disagree on the segments'
+// layout. Each test mounts or unshares what it needs in namespaces of its own (as root;
+// skipped elsewhere).
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collie/collie.h"
@@ -38,10 +43,35 @@ std::string ownDevShm(int mib) {
   return "";
 }
 
-class SmallDevShm : public ::testing::Test {
+// Runs fn in a process of a new PID namespace, as its pid 2 + extra (the namespace's first
+// process makes extra short-lived ones first); returns fn's result, what killed it (128 +
+// signal), or -1 where no namespace could be made.
+int inOwnPidNamespace(int extra, const std::function<int()>& fn) {
+  if (unshare(CLONE_NEWPID) != 0) return -1;
+  auto status = [](pid_t p) {
+    int st = 0;
+    if (waitpid(p, &st, 0) != p) return 127;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  };
+  const pid_t first = fork();
+  if (first < 0) return -1;
+  if (first == 0) {
+    for (int i = 0; i < extra; ++i) {
+      const pid_t d = fork();
+      if (d == 0) _exit(0);
+      if (d > 0) status(d);
+    }
+    const pid_t worker = fork();
+    if (worker == 0) _exit(fn());
+    _exit(worker > 0 ? status(worker) : 127);
+  }
+  return status(first);
+}
+
+class ShmSetup : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a tmpfs on /dev/shm";
+    if (geteuid() != 0) GTEST_SKIP() << "needs root for mount and PID namespaces";
   }
   // A tmpfs of mib MiB on /dev/shm, seen by this process and the ranks it forks.
   void mountSmall(int mib) {
@@ -68,7 +98,7 @@ class SmallDevShm : public ::testing::Test {
 
 // The ranks are on one host by its id, but each sees a /dev/shm of its own (containers that do
 // not share theirs): none can map its peers' segments, and all fall back to tcp together.
-TEST_F(SmallDevShm, RanksThatSeeAnotherDevShmFallBackToTcpTogether) {
+TEST_F(ShmSetup, RanksThatSeeAnotherDevShmFallBackToTcpTogether) {
   WorldOptions opt;
   opt.timeoutSec = 120;
   opt.env = {{"COLLIE_SOCKET_IFNAME", "lo"}, {"COLLIE_TIMEOUT_MS", "30000"}};
@@ -95,7 +125,7 @@ TEST_F(SmallDevShm, RanksThatSeeAnotherDevShmFallBackToTcpTogether) {
   }
 }
 
-TEST_F(SmallDevShm, TheLocalRanksFallBackToTcpTogether) {
+TEST_F(ShmSetup, TooLittleRoomInDevShmFallsBackToTcpTogether) {
   // Each of 4 ranks needs about 8 MiB (4 rings of 1 MiB, 4 MiB of staging): 20 MiB holds two
   // segments, so two ranks make theirs and two cannot, and all four must give up on shm alike.
   mountSmall(20);
@@ -133,7 +163,7 @@ TEST_F(SmallDevShm, TheLocalRanksFallBackToTcpTogether) {
   EXPECT_TRUE(leftovers().empty()) << leftovers().front();
 }
 
-TEST_F(SmallDevShm, ForcedShmFailsOnEveryRankSayingWhy) {
+TEST_F(ShmSetup, TooLittleRoomWithShmForcedFailsOnEveryRank) {
   // Each of 3 ranks needs about 7 MiB: 8 MiB holds one segment.
   mountSmall(8);
   if (IsSkipped()) return;
@@ -175,6 +205,53 @@ TEST(ShmSettings, RanksThatDisagreeOnTheRingSizeFailTogether) {
     });
     SCOPED_TRACE("rank " + std::to_string(odd) + " has the larger ring");
     expectAllPassed(out);
+  }
+}
+
+// Ranks in PID namespaces of their own (containers without --pid=host) cannot tell from a
+// peer's pid whether it lives: the number names another process there, or none. They keep shm
+// and notice a dead peer at the deadline. Before, a rank that found its ring empty for 2 ms
+// took the peer for dead and failed the op.
+TEST_F(ShmSetup, RanksInOtherPidNamespacesKeepShmWithoutFalseDeaths) {
+  WorldOptions opt;
+  opt.timeoutSec = 120;
+  opt.env = {{"COLLIE_SOCKET_IFNAME", "lo"}, {"COLLIE_TIMEOUT_MS", "30000"}};
+  auto out = runWorld(3, opt, [](int rank, Reporter& rep) {
+    const int rc = inOwnPidNamespace(rank, [&] {
+      collieComm_t c = nullptr;
+      if (collieCommInitFromEnv(&c) != collieSuccess) {
+        rep.fail(std::string("init: ") + collieGetLastError(nullptr));
+        return 1;
+      }
+      for (size_t count : {size_t{1}, size_t{4099}, (size_t{1} << 20) + 3}) {
+        // The others wait on an empty ring meanwhile, long past a check for a dead peer.
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        std::vector<int32_t> buf(count, rank + 1);
+        if (collieAllReduce(buf.data(), buf.data(), count, collieInt32, collieSum, c, nullptr) !=
+            collieSuccess) {
+          rep.fail("count " + std::to_string(count) + ": " + collieGetLastError(c));
+          return 1;
+        }
+        for (size_t i = 0; i < count; ++i)
+          if (buf[i] != 1 + 2 + 3) {
+            rep.fail("count " + std::to_string(count) + ", element " + std::to_string(i) + ": " +
+                     std::to_string(buf[i]));
+            return 1;
+          }
+      }
+      collieCommDestroy(c);
+      return 0;
+    });
+    if (rc < 0)
+      rep.fail(std::string("unshare(CLONE_NEWPID): ") + strerror(errno));
+    else if (rc != 0)
+      rep.fail("the rank's process ended with " + std::to_string(rc));
+  });
+  expectAllPassed(out);
+  for (const RankOutcome& r : out) {
+    EXPECT_NE(r.output.find("runs in another PID namespace"), std::string::npos)
+        << "rank " << r.rank << ": " << r.output;
+    EXPECT_EQ(r.output.find("use tcp instead"), std::string::npos) << r.output;
   }
 }
 

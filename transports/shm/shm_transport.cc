@@ -41,6 +41,7 @@ struct alignas(kLine) SegHeader {
   uint32_t nlocal;
   uint64_t ringBytes;
   uint64_t stagingBytes;
+  uint64_t pidNs;  // the owner's PID namespace (pidNamespace()): where its pid means it
   alignas(kLine) std::atomic<uint32_t> doorbell;
   alignas(kLine) std::atomic<uint32_t> sleepers;
 };
@@ -51,6 +52,14 @@ struct RingCtl {
   alignas(kLine) std::atomic<uint64_t> tail;  // producer position, written by the writer
   alignas(kLine) std::atomic<uint32_t> closed;
 };
+
+// This process's PID namespace (device and inode of /proc/self/ns/pid folded together); 0 when
+// it cannot be told.
+uint64_t pidNamespace() {
+  struct stat st;
+  if (stat("/proc/self/ns/pid", &st) != 0) return 0;
+  return (static_cast<uint64_t>(st.st_dev) << 40) ^ static_cast<uint64_t>(st.st_ino);
+}
 
 long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
@@ -174,6 +183,18 @@ void ShmDoorbell::finish() { seg_->header()->sleepers.fetch_sub(1, std::memory_o
 
 namespace {
 
+// The pid a peer's segment names, where it names the peer in this process's PID namespace;
+// 0 where the peer runs in another (a container of its own, without --pid=host): there the
+// number may be this process's or a stranger's, so a dead peer is noticed at the deadline.
+int watchablePid(const SegHeader& mine, const SegHeader& peer) {
+  if (mine.pidNs == 0 || peer.pidNs == 0 || peer.pidNs == mine.pidNs) return peer.pid;
+  COLLIE_WARN(kLogInit,
+              "shm: peer rank %d runs in another PID namespace (a container without --pid=host): "
+              "its death is noticed at the deadline (COLLIE_TIMEOUT_MS), not at once",
+              peer.rank);
+  return 0;
+}
+
 // A ring pair to one local peer as a ByteStream: writes go to the ring in the peer's segment,
 // reads come from the ring in ours. A dead peer is noticed through a pidfd, which is also what
 // the Poller waits on.
@@ -188,7 +209,7 @@ class ShmStream : public ByteStream {
         cap_(o.ringBytes),
         theirs_(theirs),
         peerPid_(peerPid) {
-    pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, peerPid, 0));
+    if (peerPid > 0) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, peerPid, 0));
   }
   ~ShmStream() override {
     shutdownWrite();
@@ -249,6 +270,7 @@ class ShmStream : public ByteStream {
     uint64_t now = nowNs();
     if (now - lastCheckNs_ < 2000000) return false;
     lastCheckNs_ = now;
+    if (peerPid_ <= 0) return false;  // not ours to watch: the deadline notices a dead peer
     if (pidfd_ >= 0) {
       pollfd p{pidfd_, POLLIN, 0};
       return poll(&p, 1, 0) == 1;
@@ -292,6 +314,7 @@ StatusOr<std::unique_ptr<ShmTransport>> ShmTransport::create(uint64_t commId, in
   t->linked_ = true;
   SegHeader* h = t->own_->header();
   h->pid = getpid();
+  h->pidNs = pidNamespace();
   h->rank = rank;
   h->nlocal = static_cast<uint32_t>(t->local_.size());
   h->ringBytes = t->opt_.ringBytes;
@@ -331,7 +354,7 @@ void ShmTransport::makeConnections(std::vector<std::unique_ptr<Connection>>* con
     std::vector<std::unique_ptr<ByteStream>> streams;
     streams.emplace_back(new ShmStream(own_.get(), peers_[i].get(),
                                        static_cast<uint32_t>(localIndex_), static_cast<uint32_t>(i),
-                                       opt_, peers_[i]->header()->pid));
+                                       opt_, watchablePid(*own_->header(), *peers_[i]->header())));
     StreamOptions so;
     so.stripeBytes = SIZE_MAX;  // one stream: never striped
     auto* c = new StreamConnection(local_[i], commId_, std::move(streams), so,
