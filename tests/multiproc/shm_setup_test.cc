@@ -72,6 +72,16 @@ class ShmSetup : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root for mount and PID namespaces";
+    // Tried in a child first: a container may refuse them even to root.
+    const pid_t p = fork();
+    if (p == 0) {
+      if (!ownDevShm(1).empty()) _exit(1);
+      _exit(inOwnPidNamespace(1, [] { return 0; }) == 0 ? 0 : 2);
+    }
+    int st = 0;
+    if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      GTEST_SKIP() << "this machine refuses mount or PID namespaces here"
+                   << (WIFEXITED(st) && WEXITSTATUS(st) == 2 ? " (PID)" : "");
   }
   // A tmpfs of mib MiB on /dev/shm, seen by this process and the ranks it forks.
   void mountSmall(int mib) {
