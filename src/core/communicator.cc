@@ -855,6 +855,17 @@ Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work
 }
 
 void CommImpl::progressLoop() {
+  // This thread lives as long as the communicator: it holds the mark of this rank's life that
+  // local peers in another PID namespace watch (ShmTransport::holdAlive).
+  struct Alive {
+    ShmTransport* shm;
+    explicit Alive(ShmTransport* s) : shm(s) {
+      if (shm) shm->holdAlive();
+    }
+    ~Alive() {
+      if (shm) shm->releaseAlive();
+    }
+  } alive(shm_.get());
   for (;;) {
     Pending p;
     {

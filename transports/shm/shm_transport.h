@@ -54,6 +54,12 @@ class ShmTransport : public Transport {
   // One connection per local peer (index by rank in the returned map's slots).
   void makeConnections(std::vector<std::unique_ptr<Connection>>* conns);
   Doorbell* doorbell() { return doorbell_.get(); }
+  // Holds this rank's alive mutex, from the thread that lives as long as its peers may need
+  // this rank (the communicator's progress thread), until releaseAlive from the same thread.
+  // Peers in another PID namespace, which cannot watch this process's pid, tell its death by
+  // it: the kernel marks a robust mutex whose holder died.
+  void holdAlive();
+  void releaseAlive();
 
  private:
   ShmTransport() = default;
