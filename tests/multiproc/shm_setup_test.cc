@@ -69,6 +69,40 @@ int inOwnPidNamespace(int extra, const std::function<int()>& fn) {
   return status(first);
 }
 
+// Inits a communicator from the environment and runs int32 sum AllReduces of each count, in
+// place, rank r contributing (i % 1000) * (r + 1) at element i, checked exactly; returns what
+// went wrong, or "". pause runs before each call. withoutShm: shm_direct must not have run.
+std::string initAndSum(
+    int rank, int nranks, bool withoutShm, std::initializer_list<size_t> counts,
+    const std::function<void()>& pause = [] {}) {
+  collieComm_t c = nullptr;
+  if (collieCommInitFromEnv(&c) != collieSuccess)
+    return std::string("init: ") + collieGetLastError(nullptr);
+  const int32_t ranksSum = nranks * (nranks + 1) / 2;
+  std::string bad;
+  for (size_t count : counts) {
+    pause();
+    std::vector<int32_t> buf(count);
+    for (size_t i = 0; i < count; ++i) buf[i] = static_cast<int32_t>(i % 1000) * (rank + 1);
+    if (collieAllReduce(buf.data(), buf.data(), count, collieInt32, collieSum, c, nullptr) !=
+        collieSuccess) {
+      bad = "count " + std::to_string(count) + ": " + collieGetLastError(c);
+      break;
+    }
+    for (size_t i = 0; i < count && bad.empty(); ++i)
+      if (buf[i] != static_cast<int32_t>(i % 1000) * ranksSum)
+        bad = "count " + std::to_string(count) + ", element " + std::to_string(i) + ": " +
+              std::to_string(buf[i]);
+    if (!bad.empty()) break;
+  }
+  const char* algo = nullptr;
+  collieCommLastAlgorithm(c, &algo);
+  if (bad.empty() && withoutShm && algo != nullptr && std::string(algo) == "shm_direct")
+    bad = "shm_direct ran without shared memory";
+  collieCommDestroy(c);
+  return bad;
+}
+
 class ShmSetup : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -116,17 +150,8 @@ TEST_F(ShmSetup, RanksThatSeeAnotherDevShmFallBackToTcpTogether) {
   auto out = runWorld(3, opt, [](int rank, Reporter& rep) {
     const std::string why = ownDevShm(0);
     if (!why.empty()) return rep.fail(why);
-    collieComm_t c = nullptr;
-    if (collieCommInitFromEnv(&c) != collieSuccess)
-      return rep.fail(std::string("init: ") + collieGetLastError(nullptr));
-    std::vector<int32_t> buf(4099, rank + 1);
-    if (collieAllReduce(buf.data(), buf.data(), buf.size(), collieInt32, collieSum, c, nullptr) !=
-        collieSuccess)
-      return rep.fail(std::string("allreduce: ") + collieGetLastError(c));
-    for (size_t i = 0; i < buf.size(); ++i)
-      if (buf[i] != 1 + 2 + 3)
-        return rep.fail("element " + std::to_string(i) + ": " + std::to_string(buf[i]));
-    collieCommDestroy(c);
+    const std::string bad = initAndSum(rank, 3, true, {4099});
+    if (!bad.empty()) rep.fail(bad);
   });
   expectAllPassed(out);
   for (const RankOutcome& r : out) {
@@ -145,26 +170,9 @@ TEST_F(ShmSetup, TooLittleRoomInDevShmFallsBackToTcpTogether) {
   opt.timeoutSec = 120;
   opt.env = {{"COLLIE_SOCKET_IFNAME", "lo"}, {"COLLIE_TIMEOUT_MS", "30000"}};
   auto out = runWorld(4, opt, [](int rank, Reporter& rep) {
-    collieComm_t c = nullptr;
-    if (collieCommInitFromEnv(&c) != collieSuccess)
-      return rep.fail(std::string("init: ") + collieGetLastError(nullptr));
-    const size_t count = (size_t{1} << 20) + 3;  // larger than a ring
-    std::vector<int32_t> buf(count);
-    for (size_t i = 0; i < count; ++i) buf[i] = static_cast<int32_t>(i % 1000) * (rank + 1);
-    if (collieAllReduce(buf.data(), buf.data(), count, collieInt32, collieSum, c, nullptr) !=
-        collieSuccess)
-      return rep.fail(std::string("allreduce: ") + collieGetLastError(c));
-    for (size_t i = 0; i < count; ++i) {
-      const int32_t want = static_cast<int32_t>(i % 1000) * (1 + 2 + 3 + 4);
-      if (buf[i] != want)
-        return rep.fail("element " + std::to_string(i) + ": " + std::to_string(buf[i]) + ", want " +
-                        std::to_string(want));
-    }
-    const char* algo = nullptr;
-    collieCommLastAlgorithm(c, &algo);
-    if (algo != nullptr && std::string(algo) == "shm_direct")
-      rep.fail("shm_direct ran without shared memory");
-    collieCommDestroy(c);
+    const std::string bad =
+        initAndSum(rank, 4, true, {(size_t{1} << 20) + 3});  // larger than a ring
+    if (!bad.empty()) rep.fail(bad);
   });
   expectAllPassed(out);
   for (const RankOutcome& r : out) {
@@ -228,29 +236,12 @@ TEST_F(ShmSetup, RanksInOtherPidNamespacesKeepShmWithoutFalseDeaths) {
   opt.env = {{"COLLIE_SOCKET_IFNAME", "lo"}, {"COLLIE_TIMEOUT_MS", "30000"}};
   auto out = runWorld(3, opt, [](int rank, Reporter& rep) {
     const int rc = inOwnPidNamespace(rank, [&] {
-      collieComm_t c = nullptr;
-      if (collieCommInitFromEnv(&c) != collieSuccess) {
-        rep.fail(std::string("init: ") + collieGetLastError(nullptr));
-        return 1;
-      }
-      for (size_t count : {size_t{1}, size_t{4099}, (size_t{1} << 20) + 3}) {
-        // The others wait on an empty ring meanwhile, long past a check for a dead peer.
+      // The others wait on an empty ring meanwhile, long past a check for a dead peer.
+      const std::string bad = initAndSum(rank, 3, false, {1, 4099, (size_t{1} << 20) + 3}, [rank] {
         if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(30));
-        std::vector<int32_t> buf(count, rank + 1);
-        if (collieAllReduce(buf.data(), buf.data(), count, collieInt32, collieSum, c, nullptr) !=
-            collieSuccess) {
-          rep.fail("count " + std::to_string(count) + ": " + collieGetLastError(c));
-          return 1;
-        }
-        for (size_t i = 0; i < count; ++i)
-          if (buf[i] != 1 + 2 + 3) {
-            rep.fail("count " + std::to_string(count) + ", element " + std::to_string(i) + ": " +
-                     std::to_string(buf[i]));
-            return 1;
-          }
-      }
-      collieCommDestroy(c);
-      return 0;
+      });
+      if (!bad.empty()) rep.fail(bad);
+      return bad.empty() ? 0 : 1;
     });
     if (rc < 0)
       rep.fail(std::string("unshare(CLONE_NEWPID): ") + strerror(errno));
