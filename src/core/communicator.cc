@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "src/base/hex.h"
@@ -491,19 +492,45 @@ bool CommImpl::shmRefused(const std::vector<std::string>& values, const std::vec
 
 Status CommImpl::setUpShm(const std::vector<int>& local, const char* fallback,
                           const Deadline& deadline) {
-  ShmOptions so;
-  so.ringBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_RING_BYTES"));
-  so.stagingBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_STAGING_BYTES"));
-  // Two rounds, in which every local rank publishes what it got, so that all of them go on
-  // with shm or give it up alike: "shm/<rank>", the name of the segment it made (names start
-  // with '/'), and "shmmapped/<rank>", whether it mapped its peers' segments.
-  auto made = ShmTransport::create(commId_, rank_, local, so);
-  if (made.isOk()) shm_ = made.take();
-  std::vector<std::string> names, mapped;
-  COLLIE_RETURN_IF_ERROR(exchangeLocal(
-      "shm/", shm_ ? shm_->segmentName() : shmRefusal(made.status()), local, deadline, &names));
+  ShmOptions want;
+  want.ringBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_RING_BYTES"));
+  want.stagingBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_STAGING_BYTES"));
+  // Sizes the user did not choose shrink to what /dev/shm has room for (a container's 64 MiB
+  // holds 8 ranks' segments at half the default sizes): halved up to kShmShrinks times.
+  const bool shrinkable =
+      getenv("COLLIE_SHM_RING_BYTES") == nullptr && getenv("COLLIE_SHM_STAGING_BYTES") == nullptr;
+  constexpr int kShmShrinks = 3;
+  auto noRoom = [](const std::string& v) {
+    return v.size() > 1 && v[0] == '!' && v.compare(1, strlen(kShmNoRoom), kShmNoRoom) == 0;
+  };
+  // Rounds in which every local rank publishes what it got, so that all of them go on with shm
+  // or give it up alike: "shm/<try>/<rank>", the name of the segment it made (names start with
+  // '/'), and "shmmapped/<rank>", whether it mapped its peers' segments.
+  std::vector<std::string> names, mapped, freed;
   Status refused;
+  ShmOptions so = want;
+  for (int shrink = 0;; ++shrink) {
+    so.ringBytes = want.ringBytes >> shrink;
+    so.stagingBytes = want.stagingBytes >> shrink;
+    auto made = ShmTransport::create(commId_, rank_, local, so);
+    if (made.isOk()) shm_ = made.take();
+    const std::string round = std::to_string(shrink) + "/";
+    COLLIE_RETURN_IF_ERROR(exchangeLocal("shm/" + round,
+                                         shm_ ? shm_->segmentName() : shmRefusal(made.status()),
+                                         local, deadline, &names));
+    if (!(shrinkable && shrink < kShmShrinks && std::any_of(names.begin(), names.end(), noRoom)))
+      break;
+    shm_.reset();
+    // Every segment of this try is gone before any rank makes one of the next.
+    COLLIE_RETURN_IF_ERROR(exchangeLocal("shmfreed/" + round, "1", local, deadline, &freed));
+  }
   if (shmRefused(names, local, fallback, deadline, &refused)) return refused;
+  if (so.ringBytes != want.ringBytes)
+    COLLIE_WARN(kLogInit,
+                "shm: /dev/shm has no room for the %d local ranks' segments at the default "
+                "sizes: rings of %zu KiB and staging of %zu KiB instead (enlarge /dev/shm, as "
+                "docker run --shm-size does, for the defaults)",
+                static_cast<int>(local.size()), so.ringBytes >> 10, so.stagingBytes >> 10);
   const Status m = shm_->mapPeers(names);
   COLLIE_RETURN_IF_ERROR(
       exchangeLocal("shmmapped/", m.isOk() ? "1" : shmRefusal(m), local, deadline, &mapped));

@@ -161,9 +161,10 @@ TEST_F(ShmSetup, RanksThatSeeAnotherDevShmFallBackToTcpTogether) {
   }
 }
 
-TEST_F(ShmSetup, TooLittleRoomInDevShmFallsBackToTcpTogether) {
-  // Each of 4 ranks needs about 8 MiB (4 rings of 1 MiB, 4 MiB of staging): 20 MiB holds two
-  // segments, so two ranks make theirs and two cannot, and all four must give up on shm alike.
+TEST_F(ShmSetup, TooLittleRoomForTheDefaultSizesShrinksTheSegments) {
+  // Each of 4 ranks needs about 8 MiB at the default sizes (4 rings of 1 MiB, 4 MiB of
+  // staging): 20 MiB holds two such segments, so two ranks make theirs and two cannot. At half
+  // the sizes (4 MiB each) all four fit: they try again together, and keep shm.
   mountSmall(20);
   if (IsSkipped()) return;
   WorldOptions opt;
@@ -171,7 +172,29 @@ TEST_F(ShmSetup, TooLittleRoomInDevShmFallsBackToTcpTogether) {
   opt.env = {{"COLLIE_SOCKET_IFNAME", "lo"}, {"COLLIE_TIMEOUT_MS", "30000"}};
   auto out = runWorld(4, opt, [](int rank, Reporter& rep) {
     const std::string bad =
-        initAndSum(rank, 4, true, {(size_t{1} << 20) + 3});  // larger than a ring
+        initAndSum(rank, 4, false, {1, 4099, (size_t{1} << 20) + 3});  // and one over a ring
+    if (!bad.empty()) rep.fail(bad);
+  });
+  expectAllPassed(out);
+  for (const RankOutcome& r : out) {
+    EXPECT_NE(r.output.find("rings of 512 KiB and staging of 2048 KiB instead"), std::string::npos)
+        << "rank " << r.rank << ": " << r.output;
+    EXPECT_EQ(r.output.find("use tcp instead"), std::string::npos) << r.output;
+  }
+  EXPECT_TRUE(leftovers().empty()) << leftovers().front();
+}
+
+// Sizes the user chose are not shrunk: without room for them the host's ranks take tcp.
+TEST_F(ShmSetup, TooLittleRoomForChosenSizesFallsBackToTcpTogether) {
+  mountSmall(20);
+  if (IsSkipped()) return;
+  WorldOptions opt;
+  opt.timeoutSec = 120;
+  opt.env = {{"COLLIE_SOCKET_IFNAME", "lo"},
+             {"COLLIE_TIMEOUT_MS", "30000"},
+             {"COLLIE_SHM_RING_BYTES", "1M"}};
+  auto out = runWorld(4, opt, [](int rank, Reporter& rep) {
+    const std::string bad = initAndSum(rank, 4, true, {(size_t{1} << 20) + 3});
     if (!bad.empty()) rep.fail(bad);
   });
   expectAllPassed(out);
@@ -183,8 +206,9 @@ TEST_F(ShmSetup, TooLittleRoomInDevShmFallsBackToTcpTogether) {
 }
 
 TEST_F(ShmSetup, TooLittleRoomWithShmForcedFailsOnEveryRank) {
-  // Each of 3 ranks needs about 7 MiB: 8 MiB holds one segment.
-  mountSmall(8);
+  // Each of 3 ranks needs about 7 MiB, and 0.9 MiB at the smallest sizes (an eighth): 1 MiB
+  // holds one of them at most.
+  mountSmall(1);
   if (IsSkipped()) return;
   WorldOptions opt;
   opt.timeoutSec = 60;

@@ -136,7 +136,8 @@ class ShmSegment {
       has = "; /dev/shm holds " +
             mib(static_cast<double>(fs.f_blocks) * static_cast<double>(fs.f_frsize)) + ", " +
             mib(static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize)) + " free";
-    return systemError("/dev/shm has no room for this rank's shared-memory segment: each of the " +
+    return systemError(std::string(kShmNoRoom) +
+                       " for this rank's shared-memory segment: each of the " +
                        std::to_string(nlocal) + " ranks on this host needs " +
                        mib(static_cast<double>(size)) + has +
                        " (enlarge /dev/shm, as docker run --shm-size does; or lower "

@@ -77,5 +77,7 @@ class ShmTransport : public Transport {
 
 // Segment names of a communicator start with this, so tests can check none is left behind.
 constexpr const char* kShmPrefix = "collie-";
+// How the error of a segment /dev/shm has no room for begins.
+constexpr const char* kShmNoRoom = "/dev/shm has no room";
 
 }  // namespace collie
