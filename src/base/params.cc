@@ -49,9 +49,11 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_TRANSPORT", "",
        "restrict transports: comma list of tcp, shm, ucx (listing ucx forces it where shm is not "
        "listed or cannot reach)"},
-      {"COLLIE_SHM_RING_BYTES", "1M", "shared-memory ring per peer and direction, bytes"},
+      {"COLLIE_SHM_RING_BYTES", "1M",
+       "shared-memory ring per peer and direction, bytes (unset: shrinks to fit /dev/shm)"},
       {"COLLIE_SHM_STAGING_BYTES", "4M",
-       "shared-memory staging buffer per rank (three slots), bytes"},
+       "shared-memory staging buffer per rank (three slots), bytes (unset: shrinks with the "
+       "rings)"},
       {"COLLIE_SHM_CHUNK_BYTES", "512K", "pipeline chunk of the shm_direct AllReduce, bytes"},
       {"COLLIE_SHM_STREAM_BYTES", "8M",
        "out-of-place shm_direct outputs this large are written with streaming stores"},
