@@ -87,9 +87,10 @@ class CommImpl {
                       const Deadline& deadline);
   Status ensureStaging(int device);
   AlgoContext context(const CollArgs& args);  // for an op about to run: takes a sequence number
-  // Maps the segments of the local ranks. Where a local rank could not make its own (no room in
-  // /dev/shm) or map its peers' (another /dev/shm), every local rank leaves shm_ null and its
-  // local peers to fallback, or, with none (nullptr), fails saying why.
+  // Maps the segments of the local ranks, at sizes the user did not set shrunk to what /dev/shm
+  // has room for. Where a local rank still could not make its own, or could not map its peers'
+  // (another /dev/shm), every local rank leaves shm_ null and its local peers to fallback, or,
+  // with none (nullptr), fails saying why.
   Status setUpShm(const std::vector<int>& local, const char* fallback, const Deadline& deadline);
   // Publishes mine as prefix<rank> and reads what every rank of local published there.
   Status exchangeLocal(const std::string& prefix, const std::string& mine,
