@@ -1,12 +1,12 @@
-// The shared-memory transport where the host is not what it assumes: a /dev/shm too small for
-// the segments (a container's is 64 MiB unless asked for more; 8 ranks need 96 MiB by default):
-// the ranks of the host agree to reach each other over tcp, or, with COLLIE_TRANSPORT=shm,
-// every one of them fails at init saying why (before, the segments were sized without taking
-// their pages, and the first rank to touch a page the tmpfs could not give died of SIGBUS).
-// Ranks of one host that see different /dev/shm, or run in different PID namespaces
-// (containers without --ipc=host or --pid=host), and ranks that disagree on the segments'
-// layout. Each test mounts or unshares what it needs in namespaces of its own (as root;
-// skipped elsewhere).
+// The shared-memory transport where the host is not what it assumes. A /dev/shm too small for
+// the segments (a container's is 64 MiB unless asked for more; 8 ranks need 96 MiB at the
+// default sizes): the ranks of the host shrink the default sizes together until they fit, or
+// reach each other over tcp, or, with COLLIE_TRANSPORT=shm, each fails at init saying why
+// (before, the segments were sized without taking their pages, and the first rank to touch a
+// page the tmpfs could not give died of SIGBUS). Ranks of one host that see different /dev/shm,
+// or run in different PID namespaces (containers without --ipc=host or --pid=host), and ranks
+// that disagree on the segments' layout. Each test mounts or unshares what it needs in
+// namespaces of its own (as root; skipped elsewhere).
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
