@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -19,6 +18,7 @@
 
 #include "src/base/log.h"
 #include "src/base/time.h"
+#include "transports/shm/alive_mark.h"
 
 namespace collie {
 
@@ -45,7 +45,7 @@ struct alignas(kLine) SegHeader {
   uint64_t pidNs;  // the owner's PID namespace (pidNamespace()): where its pid means it
   // Held by the owner's progress thread (ShmTransport::holdAlive): robust and process-shared,
   // so the kernel marks it when the owner dies, whatever PID namespace its peers are in.
-  alignas(kLine) pthread_mutex_t alive;
+  alignas(kLine) AliveMark alive;
   alignas(kLine) std::atomic<uint32_t> doorbell;
   alignas(kLine) std::atomic<uint32_t> sleepers;
 };
@@ -190,7 +190,7 @@ namespace {
 
 // The pid a peer's segment names, where it names the peer in this process's PID namespace;
 // 0 where the peer runs in another (a container of its own, without --pid=host): there the
-// number may be this process's or a stranger's, and its segment's alive mutex tells instead.
+// number may be this process's or a stranger's, and its segment's AliveMark tells instead.
 int watchablePid(const SegHeader& mine, const SegHeader& peer) {
   if (mine.pidNs == 0 || peer.pidNs == 0 || peer.pidNs == mine.pidNs) return peer.pid;
   COLLIE_INFO(kLogInit,
@@ -200,29 +200,13 @@ int watchablePid(const SegHeader& mine, const SegHeader& peer) {
   return 0;
 }
 
-// Whether the holder of a segment's alive mutex died: the kernel marked it (EOWNERDEAD). Left
-// unrecoverable after that, so every later look, from any process, says so too. Taken (not
-// held yet, or let go at the end) it is alive.
-bool holderDied(pthread_mutex_t* m) {
-  const int r = pthread_mutex_trylock(m);
-  if (r == 0) {
-    pthread_mutex_unlock(m);
-    return false;
-  }
-  if (r == EOWNERDEAD) {
-    pthread_mutex_unlock(m);  // without pthread_mutex_consistent: now not recoverable
-    return true;
-  }
-  return r == ENOTRECOVERABLE;
-}
-
 // A ring pair to one local peer as a ByteStream: writes go to the ring in the peer's segment,
 // reads come from the ring in ours. A dead peer is noticed through a pidfd, which is also what
-// the Poller waits on, or, in another PID namespace, through its segment's alive mutex.
+// the Poller waits on, or, in another PID namespace, through its segment's AliveMark.
 class ShmStream : public ByteStream {
  public:
   ShmStream(ShmSegment* mine, ShmSegment* theirs, uint32_t myIdx, uint32_t theirIdx,
-            const ShmOptions& o, int peerPid, pthread_mutex_t* peerAlive)
+            const ShmOptions& o, int peerPid, AliveMark* peerAlive)
       : out_(theirs->ring(myIdx, o)),
         outData_(theirs->ringData(myIdx, o)),
         in_(mine->ring(theirIdx, o)),
@@ -292,7 +276,7 @@ class ShmStream : public ByteStream {
     uint64_t now = nowNs();
     if (now - lastCheckNs_ < 2000000) return false;
     lastCheckNs_ = now;
-    if (peerPid_ <= 0) return holderDied(peerAlive_);
+    if (peerPid_ <= 0) return peerAlive_->holderDied();
     if (pidfd_ >= 0) {
       pollfd p{pidfd_, POLLIN, 0};
       return poll(&p, 1, 0) == 1;
@@ -307,7 +291,7 @@ class ShmStream : public ByteStream {
   size_t cap_;
   ShmSegment* theirs_;
   int peerPid_;
-  pthread_mutex_t* peerAlive_;  // watched where peerPid_ is 0
+  AliveMark* peerAlive_;  // watched where peerPid_ is 0
   int pidfd_ = -1;
   uint64_t lastCheckNs_ = 0;
 };
@@ -338,12 +322,7 @@ StatusOr<std::unique_ptr<ShmTransport>> ShmTransport::create(uint64_t commId, in
   SegHeader* h = t->own_->header();
   h->pid = getpid();
   h->pidNs = pidNamespace();
-  pthread_mutexattr_t attr;
-  pthread_mutexattr_init(&attr);
-  pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-  pthread_mutex_init(&h->alive, &attr);
-  pthread_mutexattr_destroy(&attr);
+  h->alive.init();
   h->rank = rank;
   h->nlocal = static_cast<uint32_t>(t->local_.size());
   h->ringBytes = t->opt_.ringBytes;
@@ -376,13 +355,9 @@ void ShmTransport::unlinkOwn() {
   linked_ = false;
 }
 
-void ShmTransport::holdAlive() {
-  pthread_mutex_t* m = &own_->header()->alive;
-  // A peer that died while looking at it leaves it marked: this process is alive, so mend it.
-  if (pthread_mutex_lock(m) == EOWNERDEAD) pthread_mutex_consistent(m);
-}
+void ShmTransport::holdAlive() { own_->header()->alive.hold(); }
 
-void ShmTransport::releaseAlive() { pthread_mutex_unlock(&own_->header()->alive); }
+void ShmTransport::releaseAlive() { own_->header()->alive.release(); }
 
 void ShmTransport::makeConnections(std::vector<std::unique_ptr<Connection>>* conns) {
   uint32_t nlocal = static_cast<uint32_t>(local_.size());
