@@ -91,37 +91,39 @@ class ShmSegment {
                          "but sees another /dev/shm: containers of one host must share theirs, "
                          "as docker run --ipc=host does)");
     if (fd < 0) return errnoStatus("shm_open " + name, errno);
+    // Past here a segment this call made is removed again on failure: nobody else knows it yet.
+    auto fail = [&](Status s) {
+      close(fd);
+      if (create) shm_unlink(name.c_str());
+      return s;
+    };
     if (create) {
       // The pages are taken now: a tmpfs without room for them would otherwise let ftruncate
       // and mmap succeed and kill the first process that touches a page it lacks (SIGBUS).
       int e = ftruncate(fd, static_cast<off_t>(size)) != 0 ? errno : 0;
       if (e == 0) e = posix_fallocate(fd, 0, static_cast<off_t>(size));
-      if (e != 0) {
-        close(fd);
-        shm_unlink(name.c_str());
-        if (e == ENOSPC) return noRoom(size, nlocal);
-        return errnoStatus("allocating shm segment " + name, e);
-      }
+      if (e == ENOSPC) return fail(noRoom(size, nlocal));
+      if (e != 0) return fail(errnoStatus("allocating shm segment " + name, e));
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
-      int e = errno;
-      close(fd);
-      return errnoStatus("fstat " + name, e);
+      const int e = errno;
+      return fail(errnoStatus("fstat " + name, e));
     }
     if (static_cast<size_t>(st.st_size) != size) {
-      close(fd);
-      return invalidUsage("shm segment " + name + " has " + std::to_string(st.st_size) +
-                          " bytes where this rank's settings make " + std::to_string(size) +
-                          " (COLLIE_SHM_* settings must agree)");
+      return fail(invalidUsage("shm segment " + name + " has " + std::to_string(st.st_size) +
+                               " bytes where this rank's settings make " + std::to_string(size) +
+                               " (COLLIE_SHM_* settings must agree)"));
     }
     // Populated now, not page by page on first touch: each process faults in every page it
     // maps, and a small message touching fresh ring pages cost 4-6x its time until the ring
     // had wrapped once (2 ranks, 8 KiB calls: 10 us for the first ~125, then 1.6 us).
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-    int e = errno;
+    if (p == MAP_FAILED) {
+      const int e = errno;
+      return fail(errnoStatus("mmap " + name, e));
+    }
     close(fd);
-    if (p == MAP_FAILED) return errnoStatus("mmap " + name, e);
     std::unique_ptr<ShmSegment> s(new ShmSegment());
     s->base_ = static_cast<char*>(p);
     s->size_ = size;
