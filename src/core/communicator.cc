@@ -884,16 +884,29 @@ Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work
 void CommImpl::progressLoop() {
   // This thread lives as long as the communicator: it holds the mark of this rank's life that
   // local peers in another PID namespace watch (ShmTransport::holdAlive).
+  // A local peer that looks at the mark holds it for an instant; where it was stopped in that
+  // instant, the mark is taken later, on one of this thread's idle wake-ups.
   struct Alive {
     ShmTransport* shm;
-    explicit Alive(ShmTransport* s) : shm(s) {
-      if (shm) shm->holdAlive();
+    bool held = false;
+    Alive(ShmTransport* s, int rank) : shm(s) {
+      if (shm == nullptr) return;
+      held = shm->holdAlive(1000);
+      if (!held)
+        COLLIE_WARN(kLogInit,
+                    "rank %d: its shm alive mark is taken by a local peer; it is held once "
+                    "that peer lets go",
+                    rank);
+    }
+    void retry() {
+      if (shm != nullptr && !held) held = shm->holdAlive(0);
     }
     ~Alive() {
-      if (shm) shm->releaseAlive();
+      if (held) shm->releaseAlive();
     }
-  } alive(shm_.get());
+  } alive(shm_.get(), rank_);
   for (;;) {
+    alive.retry();
     Pending p;
     {
       std::unique_lock<std::mutex> l(qMu_);

@@ -37,8 +37,7 @@ TEST(AliveMark, AHolderThatDiesReadsDeadToEveryLaterLook) {
   ASSERT_NE(m, nullptr);
   EXPECT_FALSE(m->holderDied()) << "nobody holds it yet: alive";
   ASSERT_EQ(inChild([m] {
-              m->hold();
-              return 0;  // dies holding it
+              return m->hold(1000) ? 0 : 1;  // dies holding it
             }),
             0);
   // Three readers in processes of their own, then this one, twice each: before the died flag,
@@ -60,7 +59,7 @@ TEST(AliveMark, ALiveHolderReadsAliveAndLetsGo) {
   ASSERT_EQ(pipe(held), 0);
   const pid_t p = fork();
   if (p == 0) {
-    m->hold();
+    if (!m->hold(1000)) _exit(2);
     char c = 1;
     if (write(held[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
     m->release();
@@ -76,6 +75,37 @@ TEST(AliveMark, ALiveHolderReadsAliveAndLetsGo) {
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   EXPECT_FALSE(m->holderDied()) << "let go: alive";
   for (int fd : {go[0], go[1], held[0], held[1]}) close(fd);
+  munmap(m, sizeof(AliveMark));
+}
+
+// A reader that stops while it has the mark in hand (it takes it for an instant to look) does
+// not stop the owner: hold gives up at its deadline, and takes the mark once the reader lets go.
+TEST(AliveMark, HoldGivesUpWhileAStoppedReaderHasTheMark) {
+  AliveMark* m = sharedMark();
+  ASSERT_NE(m, nullptr);
+  int go[2], taken[2];
+  ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe(taken), 0);
+  const pid_t p = fork();
+  if (p == 0) {
+    char c = 1;
+    if (pthread_mutex_trylock(&m->mutex) != 0) _exit(1);  // a look, stopped halfway
+    if (write(taken[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
+    pthread_mutex_unlock(&m->mutex);
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(taken[0], &c, 1), 1);
+  EXPECT_FALSE(m->hold(0));
+  EXPECT_FALSE(m->hold(200));
+  ASSERT_EQ(write(go[1], &c, 1), 1);
+  int st = 0;
+  ASSERT_EQ(waitpid(p, &st, 0), p);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  EXPECT_TRUE(m->hold(0)) << "let go: the owner takes it";
+  EXPECT_FALSE(m->holderDied());
+  m->release();
+  for (int fd : {go[0], go[1], taken[0], taken[1]}) close(fd);
   munmap(m, sizeof(AliveMark));
 }
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <ctime>
 
 namespace collie {
 
@@ -28,10 +29,27 @@ struct AliveMark {
     pthread_mutexattr_destroy(&attr);
     died.store(0, std::memory_order_relaxed);
   }
-  // By the owner's long-lived thread, until release from the same thread.
-  void hold() {
+  // By the owner's long-lived thread, until release from the same thread; false where the mark
+  // stayed taken for timeoutMs (0: a single try). Readers take it only for an instant, but one
+  // stopped in that instant would otherwise stop the owner with it.
+  bool hold(int64_t timeoutMs) {
+    int r;
+    if (timeoutMs <= 0) {
+      r = pthread_mutex_trylock(&mutex);
+    } else {
+      timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_sec += static_cast<time_t>(timeoutMs / 1000);
+      until.tv_nsec += static_cast<long>(timeoutMs % 1000) * 1000000L;
+      if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec += 1;
+        until.tv_nsec -= 1000000000L;
+      }
+      r = pthread_mutex_timedlock(&mutex, &until);
+    }
     // A reader that died while it looked left the mark on a live owner: mend it.
-    if (pthread_mutex_lock(&mutex) == EOWNERDEAD) pthread_mutex_consistent(&mutex);
+    if (r == EOWNERDEAD) r = pthread_mutex_consistent(&mutex);
+    return r == 0;
   }
   void release() { pthread_mutex_unlock(&mutex); }
   // By anyone else: whether the holder died. Free (not held yet, or let go at the end) is alive.

@@ -357,7 +357,7 @@ void ShmTransport::unlinkOwn() {
   linked_ = false;
 }
 
-void ShmTransport::holdAlive() { own_->header()->alive.hold(); }
+bool ShmTransport::holdAlive(int64_t timeoutMs) { return own_->header()->alive.hold(timeoutMs); }
 
 void ShmTransport::releaseAlive() { own_->header()->alive.release(); }
 

@@ -55,10 +55,11 @@ class ShmTransport : public Transport {
   void makeConnections(std::vector<std::unique_ptr<Connection>>* conns);
   Doorbell* doorbell() { return doorbell_.get(); }
   // Holds this rank's alive mutex, from the thread that lives as long as its peers may need
-  // this rank (the communicator's progress thread), until releaseAlive from the same thread.
+  // this rank (the communicator's progress thread), until releaseAlive from the same thread;
+  // false where it could not be taken within timeoutMs (AliveMark::hold).
   // Peers in another PID namespace, which cannot watch this process's pid, tell its death by
   // it: the kernel marks a robust mutex whose holder died.
-  void holdAlive();
+  bool holdAlive(int64_t timeoutMs);
   void releaseAlive();
 
  private:
