@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -144,8 +145,13 @@ StatusOr<BootstrapInfo> bootstrapFromId(const collieUniqueId& raw, int nranks, i
   return b;
 }
 
-int jobStorePort(const std::string& job) {
-  return static_cast<int>(20000 + fnv1a(std::string("port/") + job) % 30000);
+std::vector<int> jobStorePorts(const std::string& job) {
+  std::vector<int> ports;
+  for (int i = 0; ports.size() < kJobStorePorts; ++i) {
+    const int p = static_cast<int>(20000 + fnv1a("port/" + std::to_string(i) + "/" + job) % 30000);
+    if (std::find(ports.begin(), ports.end(), p) == ports.end()) ports.push_back(p);
+  }
+  return ports;
 }
 
 StatusOr<BootstrapInfo> bootstrapFromEnv() {
@@ -166,15 +172,18 @@ StatusOr<BootstrapInfo> bootstrapFromEnv() {
   const char* host = getenv("MASTER_ADDR");
   const char* port = getenv("MASTER_PORT");
   std::string derivedPort;
+  std::vector<int> derivedPorts;
   const char* localSize = firstEnv({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}, nullptr);
   const char* job =
       firstEnv({"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_JOB_ID"}, nullptr);
   if ((host == nullptr || *host == '\0') && (port == nullptr || *port == '\0') &&
       localSize != nullptr && job != nullptr && strcmp(localSize, n) == 0) {
-    // mpirun/srun on one host without MASTER_*: rank 0 is on this host; every rank derives the
-    // same port from the job id (a clash with a busy port is reported by rank 0 at bind).
+    // mpirun/srun on one host without MASTER_*: rank 0 is on this host and serves the store on
+    // the first free one of the ports every rank derives from the job id; the others look for
+    // it on each in turn (the secret tells it from whatever else listens there).
     host = "127.0.0.1";
-    derivedPort = std::to_string(jobStorePort(job));
+    derivedPorts = jobStorePorts(job);
+    derivedPort = std::to_string(derivedPorts[0]);
     port = derivedPort.c_str();
   }
   if (host == nullptr || port == nullptr || *host == '\0' || *port == '\0')
@@ -185,10 +194,14 @@ StatusOr<BootstrapInfo> bootstrapFromEnv() {
   if (p == 0 || p > 65535)
     return invalidArgument("MASTER_PORT=" + std::string(port) + " out of range");
   COLLIE_ASSIGN_OR_RETURN(b.storeAddr, resolveHost(host, p));
+  for (int dp : derivedPorts) {
+    b.storeChoices.push_back(b.storeAddr);
+    b.storeChoices.back().setPort(dp);
+  }
   b.serveStore = b.rank == 0;
   // The secret: COLLIE_SECRET when the launcher made one (collie-run does), else derived from
   // what every rank of this job shares — enough to turn away strangers and other jobs.
-  std::string basis = std::string(host) + ":" + port;
+  std::string basis = std::string(host) + ":" + (derivedPorts.empty() ? port : "job-derived");
   if (const char* s = firstEnv({"COLLIE_SECRET"}, nullptr)) basis += "/secret=" + std::string(s);
   if (const char* j = firstEnv(
           {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"},

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collie/collie.h"
 #include "src/core/store.h"
@@ -15,6 +16,9 @@ struct BootstrapInfo {
   int rank = 0;
   int nranks = 1;
   SockAddr storeAddr;
+  // Where not empty: the store is on one of these (storeAddr is the first), the first free one
+  // of which the serving rank takes.
+  std::vector<SockAddr> storeChoices;
   StoreAuth auth;
   bool serveStore = false;              // this rank starts the store server (env mode, rank 0)
   std::unique_ptr<StoreServer> server;  // adopted from collieGetUniqueId in this process
@@ -25,8 +29,9 @@ struct BootstrapInfo {
 Status makeUniqueId(collieUniqueId* id);
 StatusOr<BootstrapInfo> bootstrapFromId(const collieUniqueId& id, int nranks, int rank);
 StatusOr<BootstrapInfo> bootstrapFromEnv();
-// The store's port that ranks started by mpirun or srun on one host without MASTER_* derive
-// from their job id.
-int jobStorePort(const std::string& job);
+// The store's ports that ranks started by mpirun or srun on one host without MASTER_* derive
+// from their job id, kJobStorePorts of them: rank 0 serves on the first that is free.
+constexpr size_t kJobStorePorts = 8;
+std::vector<int> jobStorePorts(const std::string& job);
 
 }  // namespace collie

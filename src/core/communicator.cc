@@ -178,6 +178,23 @@ Status CommImpl::init(BootstrapInfo info) {
 
   if (info.server) {
     server_ = std::move(info.server);
+  } else if (info.serveStore && !info.storeChoices.empty()) {
+    // Ports derived from the job id: the first free one (the others look on each in turn).
+    Status busy = Status::ok();
+    for (const SockAddr& a : info.storeChoices) {
+      auto srv = StoreServer::start(a, info.auth);
+      if (!srv.isOk()) {
+        busy = srv.status();
+        continue;
+      }
+      server_ = srv.take();
+      info.storeAddr = a;
+      break;
+    }
+    if (!server_)
+      return busy.withContext(where + ": rank 0 cannot serve the store on any of the " +
+                              std::to_string(info.storeChoices.size()) +
+                              " ports derived from the job id (set MASTER_ADDR and MASTER_PORT)");
   } else if (info.serveStore) {
     auto srv = StoreServer::start(info.storeAddr, info.auth);
     if (!srv.isOk()) {
@@ -193,7 +210,9 @@ Status CommImpl::init(BootstrapInfo info) {
     if (!srv.isOk()) return srv.status().withContext(where + ": rank 0 cannot serve the store");
     server_ = srv.take();
   }
-  auto store = TcpStore::connect(info.storeAddr, info.auth, deadline);
+  auto store = server_ || info.storeChoices.empty()
+                   ? TcpStore::connect(info.storeAddr, info.auth, deadline)
+                   : TcpStore::connectAny(info.storeChoices, info.auth, deadline);
   if (!store.isOk()) return store.status().withContext(where);
   store_ = store.take();
 

@@ -318,8 +318,8 @@ void StoreServer::loop(std::promise<void>* running) {
     for (auto& w : m.waiters) next = std::min(next, w.until);
     for (auto& c : m.clients)
       if (!c.authed) next = std::min(next, c.helloBy);
-    int ms = static_cast<int>(
-        std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
+    int ms = static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
     work.unlock();
     int rc = poll(pf.data(), pf.size(), ms);
     work.lock();
@@ -333,8 +333,9 @@ void StoreServer::loop(std::promise<void>* running) {
         a.len = sizeof(a.ss);
         getpeername(fd, reinterpret_cast<sockaddr*>(&a.ss), &a.len);
         tuneSocket(fd, 0, 0);
-        m.clients.push_back(Impl::Client{fd, a.toString(), false, "", "",
-                                         Clock::now() + std::chrono::milliseconds(kHelloTimeoutMs)});
+        m.clients.push_back(
+            Impl::Client{fd, a.toString(), false, "", "",
+                         Clock::now() + std::chrono::milliseconds(kHelloTimeoutMs)});
       }
     }
     now = Clock::now();
@@ -369,8 +370,10 @@ void StoreServer::loop(std::promise<void>* running) {
       }
       if (!c->out.empty()) {
         ssize_t w = send(c->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0) c->out.erase(0, static_cast<size_t>(w));
-        else if (w < 0 && errno != EAGAIN && errno != EINTR) dead.push_back(c->fd);
+        if (w > 0)
+          c->out.erase(0, static_cast<size_t>(w));
+        else if (w < 0 && errno != EAGAIN && errno != EINTR)
+          dead.push_back(c->fd);
       }
     }
     for (size_t i = m.waiters.size(); i-- > 0;) {
@@ -402,14 +405,19 @@ TcpStore::~TcpStore() {
   if (fd_ >= 0) close(fd_);
 }
 
-StatusOr<std::unique_ptr<TcpStore>> TcpStore::connect(const SockAddr& server,
-                                                      const StoreAuth& auth,
+StatusOr<std::unique_ptr<TcpStore>> TcpStore::connect(const SockAddr& server, const StoreAuth& auth,
                                                       const Deadline& deadline) {
-  std::unique_ptr<TcpStore> s(new TcpStore());
-  s->server_ = server;
   auto fd = connectWithRetry(server, deadline);
   if (!fd.isOk()) return fd.status().withContext("store at " + server.toString());
-  s->fd_ = fd.value();
+  return greet(fd.value(), server, auth, deadline);
+}
+
+StatusOr<std::unique_ptr<TcpStore>> TcpStore::greet(int fd, const SockAddr& server,
+                                                    const StoreAuth& auth,
+                                                    const Deadline& deadline) {
+  std::unique_ptr<TcpStore> s(new TcpStore());
+  s->server_ = server;
+  s->fd_ = fd;
   tuneSocket(s->fd_, 0, 0);
   StoreHello h{kStoreHelloMagic, kStoreVersion, {}, auth.commId};
   memcpy(h.secret, auth.secret, 16);
@@ -419,16 +427,48 @@ StatusOr<std::unique_ptr<TcpStore>> TcpStore::connect(const SockAddr& server,
   if (!st.isOk() || ack != kStoreAckMagic)
     return remoteError("store at " + server.toString() +
                        " refused this rank (wrong unique id or MASTER_ADDR/MASTER_PORT, or "
-                       "another job owns the port): " + st.message());
+                       "another job owns the port): " +
+                       st.message());
   return s;
+}
+
+StatusOr<std::unique_ptr<TcpStore>> TcpStore::connectAny(const std::vector<SockAddr>& choices,
+                                                         const StoreAuth& auth,
+                                                         const Deadline& deadline) {
+  if (choices.size() == 1) return connect(choices[0], auth, deadline);
+  // Round after round over the choices: a port that refuses, or whose listener does not answer
+  // this job's hello in time (another program, another job), is passed over until the next round.
+  std::string last;
+  for (int round = 0;; ++round) {
+    for (const SockAddr& a : choices) {
+      auto fd = connectWithRetry(a, Deadline::afterMs(std::min(deadline.remainingMs(), 20)));
+      if (!fd.isOk()) {
+        last = a.toString() + ": " + fd.status().message();
+        continue;
+      }
+      auto s =
+          greet(fd.value(), a, auth, Deadline::afterMs(std::min(deadline.remainingMs(), 2000)));
+      if (s.isOk()) return s;
+      last = s.status().message();
+    }
+    if (deadline.expired())
+      return timeoutError("no store of this job answered on any of its " +
+                          std::to_string(choices.size()) + " ports (" + choices.front().toString() +
+                          " and on) before the deadline; the last: " + last);
+    std::this_thread::sleep_for(std::chrono::milliseconds(round < 10 ? 10 : 100));
+  }
 }
 
 StatusOr<std::string> TcpStore::call(uint8_t cmd, const std::string& key, const std::string& value,
                                      int64_t arg, const Deadline& deadline, uint8_t* replyCode) {
   std::lock_guard<std::mutex> l(mu_);
   if (fd_ < 0) return remoteError("store connection is closed after an earlier error");
-  ReqHdr h{kStoreReqMagic, cmd, {0, 0, 0}, static_cast<uint32_t>(key.size()),
-           static_cast<uint32_t>(value.size()), arg};
+  ReqHdr h{kStoreReqMagic,
+           cmd,
+           {0, 0, 0},
+           static_cast<uint32_t>(key.size()),
+           static_cast<uint32_t>(value.size()),
+           arg};
   std::string msg(reinterpret_cast<const char*>(&h), sizeof(h));
   msg += key;
   msg += value;
@@ -494,7 +534,8 @@ Status TcpStore::wait(const std::vector<std::string>& keys, const Deadline& dead
       if (missing) *missing = miss;
       return timeoutError("store: " + std::to_string(miss.size()) + " keys never appeared");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(sleepMs, deadline.remainingMs())));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::min(sleepMs, deadline.remainingMs())));
     sleepMs = std::min(sleepMs * 2, 50);
   }
 }

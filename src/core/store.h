@@ -79,6 +79,10 @@ class TcpStore : public Store {
   ~TcpStore() override;
   static StatusOr<std::unique_ptr<TcpStore>> connect(const SockAddr& server, const StoreAuth& auth,
                                                      const Deadline& deadline);
+  // The store at whichever of choices answers this job's hello first, retried to the deadline.
+  static StatusOr<std::unique_ptr<TcpStore>> connectAny(const std::vector<SockAddr>& choices,
+                                                        const StoreAuth& auth,
+                                                        const Deadline& deadline);
   Status set(const std::string& key, const std::string& value) override;
   StatusOr<std::string> get(const std::string& key, const Deadline& deadline) override;
   StatusOr<int64_t> add(const std::string& key, int64_t delta) override;
@@ -87,6 +91,9 @@ class TcpStore : public Store {
 
  private:
   TcpStore() = default;
+  // Says hello on fd (connected to server), which it owns from here on.
+  static StatusOr<std::unique_ptr<TcpStore>> greet(int fd, const SockAddr& server,
+                                                   const StoreAuth& auth, const Deadline& deadline);
   // One request, one reply; serialised by mu_.
   StatusOr<std::string> call(uint8_t cmd, const std::string& key, const std::string& value,
                              int64_t arg, const Deadline& deadline, uint8_t* replyCode);

@@ -373,53 +373,76 @@ TEST(EnvInit, NcclBackendWithoutAGpuFailsAtInitSayingWhy) {
   expectAllPassed(out);
 }
 
-// What mpirun puts in the environment (no MASTER_*): ranks on one host find each other.
-// Whether a listener could bind port on 127.0.0.1 now.
-bool portIsFree(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  close(fd);
-  return ok;
+// What mpirun puts in the environment (no MASTER_*): ranks on one host find each other through
+// a store on a port derived from the job id, each rank doing the same sum.
+void mpirunStyleRank(const std::string& job, int rank, Reporter& rep) {
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  unsetenv("MASTER_ADDR");
+  unsetenv("MASTER_PORT");
+  setenv("OMPI_COMM_WORLD_RANK", std::to_string(rank).c_str(), 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3", 1);
+  setenv("OMPI_MCA_ess_base_jobid", job.c_str(), 1);
+  collieComm_t c = nullptr;
+  if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail(collieGetLastError(nullptr));
+  int r = -1;
+  collieCommUserRank(c, &r);
+  if (r != rank) rep.fail("rank " + std::to_string(r));
+  int64_t v = rank + 1;
+  if (collieAllReduce(&v, &v, 1, collieInt64, collieSum, c, nullptr) != collieSuccess || v != 6)
+    rep.fail("allreduce under mpirun-style env");
+  collieCommDestroy(c);
 }
 
 TEST(EnvInit, MpirunStyleEnvironmentOnOneHost) {
   WorldOptions opt;
   opt.setRankEnv = false;
-  // The ranks derive the store's port from the job id: one whose port is free now, so that a
-  // port another process holds (an ephemeral one, say) does not fail the test.
-  std::string job;
-  for (int i = 0; i < 100 && job.empty(); ++i) {
-    std::string j = std::to_string(1000000 + 100 * getpid() + i);
-    if (portIsFree(jobStorePort(j))) job = j;
-  }
-  ASSERT_FALSE(job.empty()) << "no job id with a free store port";
-  auto out = runWorld(3, opt, [job](int rank, Reporter& rep) {
-    unsetenv("RANK");
-    unsetenv("WORLD_SIZE");
-    unsetenv("MASTER_ADDR");
-    unsetenv("MASTER_PORT");
-    setenv("OMPI_COMM_WORLD_RANK", std::to_string(rank).c_str(), 1);
-    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
-    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3", 1);
-    setenv("OMPI_MCA_ess_base_jobid", job.c_str(), 1);
-    collieComm_t c = nullptr;
-    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail(collieGetLastError(nullptr));
-    int r = -1;
-    collieCommUserRank(c, &r);
-    if (r != rank) rep.fail("rank " + std::to_string(r));
-    int64_t v = rank + 1;
-    if (collieAllReduce(&v, &v, 1, collieInt64, collieSum, c, nullptr) != collieSuccess || v != 6)
-      rep.fail("allreduce under mpirun-style env");
-    collieCommDestroy(c);
-  });
+  const std::string job = std::to_string(1000000 + getpid());
+  auto out = runWorld(3, opt, [job](int rank, Reporter& rep) { mpirunStyleRank(job, rank, rep); });
   expectAllPassed(out);
+}
+
+// A listener on 127.0.0.1:port that never accepts nor answers; -1 where the port is taken.
+int silentListener(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(fd, 64) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The first two ports derived from the job id are held by another program, which takes
+// connections and never answers: rank 0 serves on the third, and the others find it there.
+// Before, rank 0 failed to bind, and the others waited out the connect deadline.
+TEST(EnvInit, MpirunStyleEnvironmentWithTheDerivedPortsTaken) {
+  WorldOptions opt;
+  opt.setRankEnv = false;
+  opt.env = {{"COLLIE_CONNECT_TIMEOUT_MS", "60000"}};
+  std::string job;
+  std::vector<int> held;
+  for (int i = 0; i < 100 && held.size() < 2; ++i) {
+    for (int fd : held) close(fd);
+    held.clear();
+    job = std::to_string(2000000 + 100 * getpid() + i);
+    const std::vector<int> ports = jobStorePorts(job);
+    ASSERT_EQ(ports.size(), kJobStorePorts);
+    for (int k = 0; k < 2; ++k) {
+      const int fd = silentListener(ports[k]);
+      if (fd < 0) break;
+      held.push_back(fd);
+    }
+  }
+  ASSERT_EQ(held.size(), 2u) << "no job id whose first two ports could be held";
+  auto out = runWorld(3, opt, [job](int rank, Reporter& rep) { mpirunStyleRank(job, rank, rep); });
+  expectAllPassed(out);
+  for (int fd : held) close(fd);
 }
 
 }  // namespace
