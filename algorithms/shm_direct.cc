@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/patterns/ring_pattern.h"
@@ -50,12 +51,28 @@ constexpr uint8_t kShmDirectId = 2;
 constexpr size_t kLine = 64;
 constexpr size_t kSlots = 3;  // staging slots per rank (see above)
 // What a slot's event is for; ranks must agree on it as on the count.
-enum Path : uint8_t { kStaged = 0, kVote = 1, kSingle = 2 };
+enum Path : uint8_t { kStaged = 0, kVote = 1, kSingle = 2, kLineMessage = 3 };
 constexpr size_t kSingleCopyChunk = 256 << 10;  // read, reduced and written while in L2
 // A rank's vote on single copy.
 enum Vote : uint32_t { kCannotReach = 0, kYes = 1, kTooSlow = 2 };
 
-// The head of each slot: two cache lines, written only by the slot's owner.
+// The smallest AllReduces go in one cache line of the slot's head: the call's descriptor, the
+// data and, stored last, the event's tag. A peer's data then arrives with the sign that it
+// is there, in one transfer between the cores, where a flag and then the data it guards take
+// two in a row (2 ranks, 8 B: about 0.55 us a call against 0.79). Over more lines it loses: a
+// reader that looks at every line takes each away from the writer again while it writes, and
+// one that waits on the last line pays two transfers again. The line is its own, apart from the
+// data area that other paths fill with the caller's bytes: a tag there could be any value.
+struct alignas(kLine) LineMessage {
+  uint32_t seq;  // the call's number, its low bits
+  uint8_t count, dtype, op, pad;
+  char bytes[kLine - 16];     // 48: whole elements of any type
+  std::atomic<uint64_t> tag;  // event number + 1, stored after the rest
+};
+static_assert(sizeof(LineMessage) == kLine, "one line");
+constexpr size_t kLineBytes = sizeof(LineMessage::bytes);
+
+// The head of each slot: three cache lines, written only by the slot's owner.
 struct alignas(kLine) SlotFlags {
   std::atomic<uint64_t> staged;  // event number, published after data and descriptor
   uint64_t count;
@@ -66,14 +83,17 @@ struct alignas(kLine) SlotFlags {
   uint64_t sendAddr, recvAddr;                   // and its buffers in its address space
   alignas(kLine) std::atomic<uint64_t> reduced;  // event number, after the owner's slice
   uint32_t singleCopyOk;                         // the owner's vote on single copy: a Vote
+  LineMessage line;                              // the smallest AllReduces, whole
 };
-static_assert(sizeof(SlotFlags) == 2 * kLine, "two lines");
+static_assert(sizeof(SlotFlags) == 3 * kLine, "three lines");
 
 class ShmDirectAllReduce : public Algorithm {
  public:
   ShmDirectAllReduce()
       : chunkBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_CHUNK_BYTES"))),
         oneShotBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_ONESHOT_BYTES"))),
+        lineBytes_(
+            static_cast<size_t>(std::max<int64_t>(0, params().getInt("COLLIE_SHM_LINE_BYTES")))),
         streamBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_STREAM_BYTES"))),
         singleCopyBytes_(static_cast<size_t>(params().getInt("COLLIE_SHM_CMA_BYTES"))),
         singleCopyMode_(params().getString("COLLIE_SHM_CMA")) {}
@@ -132,7 +152,12 @@ class ShmDirectAllReduce : public Algorithm {
   // Waits until every peer's flag (staged or reduced) reaches event.
   Status waitAll(const CollArgs& a, AlgoContext& ctx, uint64_t event, bool staged);
   Status checkPeer(const CollArgs& a, const AlgoContext& ctx, int j, uint64_t event);
+  // The slow part of a wait on peer j, now and then: is it alive, did it abort, is time up;
+  // then a back-off once the wait (begun at *start) is long.
+  Status checkWait(const CollArgs& a, AlgoContext& ctx, int j, uint64_t* start);
   Status oneShot(const CollArgs& a, AlgoContext& ctx);
+  Status inOneLine(const CollArgs& a, AlgoContext& ctx);
+  LineMessage* line(int j, uint64_t event) { return &flags(j, event)->line; }
   Status chunked(const CollArgs& a, AlgoContext& ctx);
   // Large AllReduce without staging: each rank reduces its 1/n block straight out of the
   // peers' inputs and writes it into their outputs (cross-memory attach, shm_cma.h).
@@ -150,6 +175,7 @@ class ShmDirectAllReduce : public Algorithm {
 
   size_t chunkBytes_;
   size_t oneShotBytes_;
+  size_t lineBytes_;
   size_t streamBytes_;
   size_t singleCopyBytes_;
   std::string singleCopyMode_;  // COLLIE_SHM_CMA: auto, on, off
@@ -199,6 +225,33 @@ Status ShmDirectAllReduce::checkPeer(const CollArgs& a, const AlgoContext& ctx, 
                       "same count, datatype and op");
 }
 
+Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j, uint64_t* start) {
+  bool progressed = false;
+  COLLIE_RETURN_IF_ERROR(ctx.conns[j]->progress(&progressed));
+  const uint64_t now = nowNs();
+  if (*start == 0) *start = now;
+  if (ctx.abortFlag != nullptr && ctx.abortFlag->load(std::memory_order_relaxed))
+    return remoteError(std::string(ctx.opName) + ": aborted by collieCommAbort");
+  if (ctx.deadline.expired())
+    return timeoutError(std::string(ctx.opName) + ": timed out waiting for peer rank " +
+                        std::to_string(j) + " in shared memory (" +
+                        describeFrameTag(ctx.tagFor(a, 0, kShmDirectId)) +
+                        "); the peer is stuck, dead or running another op");
+  // Yield to a rank sharing this core, and sleep a little once the wait is long.
+  if (now - *start > 20000) sched_yield();
+  if (now - *start > 5000000) usleep(50);
+  return Status::ok();
+}
+
+// Between looks at a flag: with more ranks than cores the peer may need this very core, so give
+// it up at once.
+inline void pauseSpin(const AlgoContext& ctx) {
+  if (ctx.oversubscribed)
+    sched_yield();
+  else
+    __builtin_ia32_pause();
+}
+
 Status ShmDirectAllReduce::waitAll(const CollArgs& a, AlgoContext& ctx, uint64_t event,
                                    bool staged) {
   const uint64_t want = event + 1;
@@ -208,32 +261,73 @@ Status ShmDirectAllReduce::waitAll(const CollArgs& a, AlgoContext& ctx, uint64_t
     std::atomic<uint64_t>& flag = staged ? f->staged : f->reduced;
     uint64_t start = 0;
     for (unsigned spin = 0; flag.load(std::memory_order_acquire) < want; ++spin) {
-      if ((spin & 255) != 255) {
-        // With more ranks than cores the peer may need this very core: give it up at once.
-        if (ctx.oversubscribed)
-          sched_yield();
-        else
-          __builtin_ia32_pause();
-        continue;
-      }
-      // Now and then: is the peer alive, did it abort, is time up? Then back off: yield to a
-      // rank sharing this core, and sleep a little once the wait is long.
-      bool progressed = false;
-      COLLIE_RETURN_IF_ERROR(ctx.conns[j]->progress(&progressed));
-      uint64_t now = nowNs();
-      if (start == 0) start = now;
-      if (ctx.abortFlag != nullptr && ctx.abortFlag->load(std::memory_order_relaxed))
-        return remoteError(std::string(ctx.opName) + ": aborted by collieCommAbort");
-      if (ctx.deadline.expired())
-        return timeoutError(std::string(ctx.opName) + ": timed out waiting for peer rank " +
-                            std::to_string(j) + " in shared memory (" +
-                            describeFrameTag(ctx.tagFor(a, 0, kShmDirectId)) +
-                            "); the peer is stuck, dead or running another op");
-      if (now - start > 20000) sched_yield();
-      if (now - start > 5000000) usleep(50);
+      if ((spin & 255) != 255)
+        pauseSpin(ctx);
+      else
+        COLLIE_RETURN_IF_ERROR(checkWait(a, ctx, j, &start));
     }
     if (staged) COLLIE_RETURN_IF_ERROR(checkPeer(a, ctx, j, event));
   }
+  return Status::ok();
+}
+
+Status ShmDirectAllReduce::inOneLine(const CollArgs& a, AlgoContext& ctx) {
+  const int n = ctx.nranks, r = ctx.rank;
+  const uint64_t e = events_++, tag = e + 1;
+  const size_t bytes = a.count * dtypeSize(a.dtype);
+  // In place, this rank's input is the output: kept aside here (read back from its line, it
+  // cost 0.1 us a call).
+  alignas(kLine) char own[kLineBytes];
+  if (a.send == a.recv) memcpy(own, a.send, bytes);
+  LineMessage* mine = line(r, e);
+  mine->seq = static_cast<uint32_t>(ctx.seq);
+  mine->count = static_cast<uint8_t>(a.count);
+  mine->dtype = static_cast<uint8_t>(a.dtype);
+  mine->op = static_cast<uint8_t>(a.op);
+  memcpy(mine->bytes, a.send, bytes);
+  mine->tag.store(tag, std::memory_order_release);
+  // The flags too, though peers on this path do not wait for them: a peer that took another
+  // path for this call (it disagrees on the count) finds this rank's descriptor there.
+  publishStaged(a, ctx, e, kLineMessage);
+  for (int j = 0; j < n; ++j) {
+    if (j == r) continue;
+    const LineMessage* theirs = line(j, e);
+    const SlotFlags* f = flags(j, e);
+    uint64_t start = 0;
+    for (unsigned spin = 0; theirs->tag.load(std::memory_order_acquire) != tag; ++spin) {
+      if ((spin & 255) != 255) {
+        pauseSpin(ctx);
+        continue;
+      }
+      COLLIE_RETURN_IF_ERROR(checkWait(a, ctx, j, &start));
+      // The peer publishes its flags after its line: with the flags there and the line not, it
+      // made another call (another count, or another path).
+      if (f->staged.load(std::memory_order_acquire) == tag &&
+          theirs->tag.load(std::memory_order_acquire) != tag) {
+        Status s = checkPeer(a, ctx, j, e);
+        return s.isOk() ? internalError("peer rank " + std::to_string(j) +
+                                        " published its flags without its line in " + ctx.opName)
+                        : s;
+      }
+    }
+    if (theirs->seq != static_cast<uint32_t>(ctx.seq) || theirs->count != a.count ||
+        theirs->dtype != static_cast<uint8_t>(a.dtype) ||
+        theirs->op != static_cast<uint8_t>(a.op)) {
+      // Another call: its flags, published after its line, say in full what it called.
+      for (unsigned spin = 0; f->staged.load(std::memory_order_acquire) != tag; ++spin)
+        if ((spin & 255) == 255) COLLIE_RETURN_IF_ERROR(checkWait(a, ctx, j, &start));
+      return checkPeer(a, ctx, j, e);
+    }
+  }
+  // Every rank reduces in rank order, so every rank gets the same bits.
+  auto of = [&](int j) -> const void* {
+    if (j != r) return line(j, e)->bytes;
+    return a.send == a.recv ? own : a.send;
+  };
+  const collieRedOp_t op = a.op == collieAvg ? collieSum : a.op;
+  reduce(a.recv, of(0), of(1), a.count, a.dtype, op);
+  for (int j = 2; j < n; ++j) reduce(a.recv, a.recv, of(j), a.count, a.dtype, op);
+  if (a.op == collieAvg) scaleForAvg(a.recv, a.count, a.dtype, n);
   return Status::ok();
 }
 
@@ -526,6 +620,7 @@ Status ShmDirectAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
       break;
   }
   const size_t bytes = a.count * esz;
+  if (bytes <= std::min(lineBytes_, kLineBytes)) return inOneLine(a, ctx);
   if (bytes <= std::min(oneShotBytes_, slotBytes_ - sizeof(SlotFlags))) return oneShot(a, ctx);
   // auto: not with more ranks than cores, where the n - 1 kernel copies each way per chunk
   // lose to staging out of place at every size. The rule uses only what every rank sees

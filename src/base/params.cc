@@ -58,6 +58,9 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_SHM_STREAM_BYTES", "8M",
        "out-of-place shm_direct outputs this large are written with streaming stores"},
       {"COLLIE_SHM_ONESHOT_BYTES", "32K", "largest AllReduce shm_direct does in one shot, bytes"},
+      {"COLLIE_SHM_LINE_BYTES", "48",
+       "largest AllReduce shm_direct sends in one cache line with the sign that it is there, "
+       "bytes (48 at most; 0: none)"},
       {"COLLIE_SHM_CMA", "auto",
        "shm_direct AllReduce reads and writes the peers' buffers in place (cross-memory attach) "
        "where every rank may: auto (not with more ranks than cores, nor where the kernel's copy "

@@ -1,0 +1,111 @@
+// The smallest AllReduces of shm_direct travel in one cache line with their tag (up to 48 bytes;
+// larger ones take the flag-guarded one-shot path). Every dtype and op at counts on either side
+// of that bound, in place and out of place, exact against the reference; and ranks whose counts
+// disagree, inside the line or across the bound, get an error on every rank, never a hang.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collie/collie.h"
+#include "src/base/time.h"
+#include "tests/harness/allreduce_cases.h"
+#include "tests/harness/process_world.h"
+
+namespace collie {
+namespace testing {
+namespace {
+
+WorldOptions lineWorld() {
+  WorldOptions opt;
+  opt.env = {
+      {"COLLIE_TIMEOUT_MS", "20000"}, {"COLLIE_TRANSPORT", "shm"}, {"COLLIE_ALGO", "shm_direct"}};
+  return opt;
+}
+
+// Counts whose bytes fall inside, at and past 48 for elements of 1, 2, 4 and 8 bytes.
+const std::vector<size_t> kCounts = {1, 2, 3, 5, 6, 7, 11, 12, 13, 23, 24, 25, 47, 48, 49, 64};
+
+void everyCaseOnEitherSide(int n) {
+  auto out = runWorld(n, lineWorld(), [n](int rank, Reporter& rep) {
+    collieComm_t comm = nullptr;
+    if (collieCommInitFromEnv(&comm) != collieSuccess)
+      return rep.fail(std::string("init: ") + collieGetLastError(nullptr));
+    if (!runAllReduceCases(comm, rank, n, kCounts, CaseTypes::kAll, rep)) return;
+    const char* algo = "";
+    collieCommLastAlgorithm(comm, &algo);
+    if (std::string(algo) != "shm_direct") rep.fail(std::string("ran ") + algo);
+    if (collieCommDestroy(comm) != collieSuccess) rep.fail("destroy failed");
+  });
+  expectAllPassed(out);
+  ASSERT_FALSE(out.empty());
+  ASSERT_EQ(out[0].notes.size(), 1u);
+  EXPECT_EQ(out[0].notes[0],
+            "cases " + std::to_string(kCounts.size() * collieNumTypes * collieNumOps * 2));
+}
+
+TEST(ShmLine, EveryDtypeOpAndCountAroundTheLineIsExactOn2Ranks) { everyCaseOnEitherSide(2); }
+TEST(ShmLine, EveryDtypeOpAndCountAroundTheLineIsExactOn3Ranks) { everyCaseOnEitherSide(3); }
+TEST(ShmLine, EveryDtypeOpAndCountAroundTheLineIsExactOn5Ranks) { everyCaseOnEitherSide(5); }
+
+// A slot's data area holds whatever the caller's bytes were: a line message kept there would
+// find, three events on, a stale tag that is the one it waits for, where those bytes held that
+// number. Event 0 stages eight int64s all 4 in slot 0; events 1-3 are line messages, and event
+// 3's, in slot 0, waits for tag 4 while rank 1 is late to write it.
+TEST(ShmLine, ACallersBytesInTheSlotAreNeverTakenForATag) {
+  auto out = runWorld(2, lineWorld(), [](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    std::vector<int64_t> staged(8, 4), v(4);
+    if (collieAllReduce(staged.data(), staged.data(), 8, collieInt64, collieSum, c, nullptr) !=
+        collieSuccess)
+      return rep.fail(collieGetLastError(c));
+    for (int call = 1; call <= 3; ++call) {
+      if (call == 3 && rank == 1) usleep(50000);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = 10 * (rank + 1) + call + static_cast<int64_t>(i);
+      if (collieAllReduce(v.data(), v.data(), v.size(), collieInt64, collieSum, c, nullptr) !=
+          collieSuccess)
+        return rep.fail(collieGetLastError(c));
+      for (size_t i = 0; i < v.size(); ++i)
+        if (v[i] != 30 + 2 * (call + static_cast<int64_t>(i)))
+          return rep.fail("call " + std::to_string(call) + " element " + std::to_string(i) + ": " +
+                          std::to_string(v[i]));
+    }
+    collieCommDestroy(c);
+  });
+  expectAllPassed(out);
+}
+
+// Rank odd calls with oddCount floats, the others with count: an error that says so on every
+// rank, within seconds (the deadline is 20 s).
+void disagreeOnCount(int n, int odd, size_t count, size_t oddCount) {
+  auto out = runWorld(n, lineWorld(), [=](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    std::vector<float> buf(256, 1.0f);
+    // A call they agree on first: the next one reuses nothing of a fresh slot.
+    if (collieAllReduce(buf.data(), buf.data(), 4, collieFloat32, collieSum, c, nullptr) !=
+        collieSuccess)
+      return rep.fail(std::string("the agreed call: ") + collieGetLastError(c));
+    Deadline d = Deadline::afterMs(10000);
+    collieResult_t r = collieAllReduce(buf.data(), buf.data(), rank == odd ? oddCount : count,
+                                       collieFloat32, collieSum, c, nullptr);
+    std::string msg = collieGetLastError(c);
+    if (r == collieSuccess) rep.fail("allreduce succeeded although ranks disagree");
+    if (d.expired()) rep.fail("took longer than 10 s to fail");
+    if (msg.find("disagree") == std::string::npos) rep.fail("message lacks 'disagree': " + msg);
+    collieCommAbort(c);
+  });
+  expectAllPassed(out);
+}
+
+TEST(ShmLine, RanksThatDisagreeInsideTheLineFail) { disagreeOnCount(2, 1, 4, 3); }
+TEST(ShmLine, RanksThatDisagreeInsideTheLineFailOn3Ranks) { disagreeOnCount(3, 0, 2, 12); }
+TEST(ShmLine, ARankPastTheLineWhileTheOthersAreInItFails) { disagreeOnCount(3, 2, 4, 100); }
+TEST(ShmLine, ARankInTheLineWhileTheOthersArePastItFails) { disagreeOnCount(2, 0, 100, 4); }
+
+}  // namespace
+}  // namespace testing
+}  // namespace collie
