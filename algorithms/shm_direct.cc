@@ -11,7 +11,8 @@
 // AllGather stages each rank's chunk and everyone copies all of them out; Broadcast stages the
 // root's chunk only; Reduce stages everyone's and the root reduces. Ranks with nothing to stage
 // still publish the flag: it tells the others they have finished reading the slot's previous
-// use.
+// use. A barrier takes the road of the smallest AllReduces (one cache line each, below) without
+// data: each rank stores its line's tag and waits for every peer's.
 //
 // Synchronisation is through flags in shared memory, not messages: each slot starts with a
 // cache line the owner writes after filling the slot (an event number plus the op's count,
@@ -65,7 +66,7 @@ enum Vote : uint32_t { kCannotReach = 0, kYes = 1, kTooSlow = 2 };
 // data area that other paths fill with the caller's bytes: a tag there could be any value.
 struct alignas(kLine) LineMessage {
   uint32_t seq;  // the call's number, its low bits
-  uint8_t count, dtype, op, pad;
+  uint8_t count, dtype, op, coll;
   char bytes[kLine - 16];     // 48: whole elements of any type
   std::atomic<uint64_t> tag;  // event number + 1, stored after the rest
 };
@@ -100,7 +101,8 @@ class ShmDirectAllReduce : public Algorithm {
   const char* name() const override { return "shm_direct"; }
   uint8_t id() const override { return kShmDirectId; }
   bool supports(Collective coll, MemoryKind kind) const override {
-    return coll != Collective::kBarrier && kind == MemoryKind::kHost;
+    (void)coll;  // every collective, the barrier too
+    return kind == MemoryKind::kHost;
   }
   bool usable(const AlgoContext& ctx, const CollArgs& a) const override {
     for (int p = 0; p < ctx.nranks; ++p) {
@@ -121,6 +123,8 @@ class ShmDirectAllReduce : public Algorithm {
     // beats the stream-based algorithms at every size: one or two flag waits and a few passes
     // over the data per rank (at ~20 GB/s), counted per collective.
     const double bytes = static_cast<double>(argBytes(a)), dn = n;
+    // A barrier: every rank reads every peer's line, one after another.
+    if (a.coll == Collective::kBarrier) return 0.3 + 0.1 * (dn - 1);
     double passes = 3;  // AllReduce: copy in, reduce n slices of 1/n, copy out
     switch (a.coll) {
       case Collective::kReduceScatter:
@@ -156,7 +160,9 @@ class ShmDirectAllReduce : public Algorithm {
   // then a back-off once the wait (begun at *start) is long.
   Status checkWait(const CollArgs& a, AlgoContext& ctx, int j, uint64_t* start);
   Status oneShot(const CollArgs& a, AlgoContext& ctx);
+  // Up to kLineBytes in one line per rank, tag last; a barrier is such a call without data.
   Status inOneLine(const CollArgs& a, AlgoContext& ctx);
+  void setUpBuffers(const AlgoContext& ctx);  // bufs_ and slotBytes_ for this call
   LineMessage* line(int j, uint64_t event) { return &flags(j, event)->line; }
   Status chunked(const CollArgs& a, AlgoContext& ctx);
   // Large AllReduce without staging: each rank reduces its 1/n block straight out of the
@@ -284,7 +290,8 @@ Status ShmDirectAllReduce::inOneLine(const CollArgs& a, AlgoContext& ctx) {
   mine->count = static_cast<uint8_t>(a.count);
   mine->dtype = static_cast<uint8_t>(a.dtype);
   mine->op = static_cast<uint8_t>(a.op);
-  memcpy(mine->bytes, a.send, bytes);
+  mine->coll = static_cast<uint8_t>(a.coll);
+  if (bytes > 0) memcpy(mine->bytes, a.send, bytes);
   mine->tag.store(tag, std::memory_order_release);
   // The flags too, though peers on this path do not wait for them: a peer that took another
   // path for this call (it disagrees on the count) finds this rank's descriptor there.
@@ -312,13 +319,14 @@ Status ShmDirectAllReduce::inOneLine(const CollArgs& a, AlgoContext& ctx) {
     }
     if (theirs->seq != static_cast<uint32_t>(ctx.seq) || theirs->count != a.count ||
         theirs->dtype != static_cast<uint8_t>(a.dtype) ||
-        theirs->op != static_cast<uint8_t>(a.op)) {
+        theirs->op != static_cast<uint8_t>(a.op) || theirs->coll != static_cast<uint8_t>(a.coll)) {
       // Another call: its flags, published after its line, say in full what it called.
       for (unsigned spin = 0; f->staged.load(std::memory_order_acquire) != tag; ++spin)
         if ((spin & 255) == 255) COLLIE_RETURN_IF_ERROR(checkWait(a, ctx, j, &start));
       return checkPeer(a, ctx, j, e);
     }
   }
+  if (a.coll == Collective::kBarrier) return Status::ok();  // every peer's line is here
   // Every rank reduces in rank order, so every rank gets the same bits.
   auto of = [&](int j) -> const void* {
     if (j != r) return line(j, e)->bytes;
@@ -592,22 +600,30 @@ Status ShmDirectAllReduce::rooted(const CollArgs& a, AlgoContext& ctx) {
   return Status::ok();
 }
 
-Status ShmDirectAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
-  const int n = ctx.nranks;
-  const size_t esz = dtypeSize(a.dtype);
-  if (n == 1 || a.count == 0) {
-    if (a.send != a.recv && a.count > 0) memcpy(a.recv, a.send, a.count * esz);
-    return Status::ok();
-  }
-  bufs_.assign(n, nullptr);
+void ShmDirectAllReduce::setUpBuffers(const AlgoContext& ctx) {
+  bufs_.assign(ctx.nranks, nullptr);
   size_t staging = 0;
-  for (int p = 0; p < n; ++p) {
+  for (int p = 0; p < ctx.nranks; ++p) {
     if (p == ctx.rank) continue;
     bufs_[p] = static_cast<char*>(ctx.conns[p]->peerBuffer());
     bufs_[ctx.rank] = static_cast<char*>(ctx.conns[p]->localBuffer());
     staging = ctx.conns[p]->peerBufferBytes();
   }
   slotBytes_ = (staging / kSlots) & ~size_t{kLine - 1};
+}
+
+Status ShmDirectAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
+  const int n = ctx.nranks;
+  const size_t esz = dtypeSize(a.dtype);
+  if (a.coll == Collective::kBarrier && n > 1) {
+    setUpBuffers(ctx);
+    return inOneLine(a, ctx);
+  }
+  if (n == 1 || a.count == 0) {
+    if (a.send != a.recv && a.count > 0) memcpy(a.recv, a.send, a.count * esz);
+    return Status::ok();
+  }
+  setUpBuffers(ctx);
   switch (a.coll) {
     case Collective::kReduceScatter:
       return reduceScatter(a, ctx);

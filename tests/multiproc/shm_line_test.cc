@@ -1,11 +1,15 @@
 // The smallest AllReduces of shm_direct travel in one cache line with their tag (up to 48 bytes;
-// larger ones take the flag-guarded one-shot path). Every dtype and op at counts on either side
-// of that bound, in place and out of place, exact against the reference; and ranks whose counts
-// disagree, inside the line or across the bound, get an error on every rank, never a hang.
+// larger ones take the flag-guarded one-shot path), and so do its barriers, without data. Every
+// dtype and op at counts on either side of that bound, in place and out of place, exact against the
+// reference; and ranks whose counts disagree, inside the line or across the bound, get an error on
+// every rank, never a hang.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -74,6 +78,66 @@ TEST(ShmLine, ACallersBytesInTheSlotAreNeverTakenForATag) {
                           std::to_string(v[i]));
     }
     collieCommDestroy(c);
+  });
+  expectAllPassed(out);
+}
+
+// Barriers take the line without data: mixed with AllReduces in and past the line, every result
+// stays exact, and a barrier passes only once every rank has reached it (each leaves its round
+// number in shared memory first).
+TEST(ShmLine, BarriersBetweenAllReducesInAndPastTheLine) {
+  const int n = 3;
+  std::atomic<int>* marks = static_cast<std::atomic<int>*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(marks, MAP_FAILED);
+  for (int r = 0; r < n; ++r) new (&marks[r]) std::atomic<int>(-1);
+  auto out = runWorld(n, lineWorld(), [marks](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    std::vector<int32_t> v(100);
+    for (int round = 0; round < 500; ++round) {
+      for (size_t count : {size_t{3}, size_t{100}}) {
+        for (size_t i = 0; i < count; ++i) v[i] = rank + round + static_cast<int32_t>(i);
+        if (collieAllReduce(v.data(), v.data(), count, collieInt32, collieSum, c, nullptr) !=
+            collieSuccess)
+          return rep.fail(collieGetLastError(c));
+        for (size_t i = 0; i < count; ++i)
+          if (v[i] != n * (round + static_cast<int32_t>(i)) + n * (n - 1) / 2)
+            return rep.fail("round " + std::to_string(round) + " count " + std::to_string(count) +
+                            " element " + std::to_string(i));
+        if (round % 7 == rank) usleep(200);
+        marks[rank].store(round);
+        if (collieBarrier(c) != collieSuccess) return rep.fail(collieGetLastError(c));
+        for (int r = 0; r < n; ++r)
+          if (marks[r].load() < round)
+            return rep.fail("round " + std::to_string(round) + ": passed the barrier before rank " +
+                            std::to_string(r) + " reached it");
+      }
+    }
+    const char* algo = "";
+    collieCommLastAlgorithm(c, &algo);
+    if (std::string(algo) != "shm_direct") rep.fail(std::string("the barrier ran ") + algo);
+    collieCommDestroy(c);
+  });
+  expectAllPassed(out);
+  munmap(marks, 4096);
+}
+
+// One rank in a barrier while the other makes a one-element AllReduce: both in the line, told
+// apart by the collective.
+TEST(ShmLine, ABarrierAgainstAnAllReduceFails) {
+  auto out = runWorld(2, lineWorld(), [](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    float x = 1;
+    Deadline d = Deadline::afterMs(10000);
+    collieResult_t r = rank == 0 ? collieBarrier(c)
+                                 : collieAllReduce(&x, &x, 1, collieFloat32, collieSum, c, nullptr);
+    std::string msg = collieGetLastError(c);
+    if (r == collieSuccess) rep.fail("succeeded although the ranks made different calls");
+    if (d.expired()) rep.fail("took longer than 10 s to fail");
+    if (msg.find("disagree") == std::string::npos) rep.fail("message lacks 'disagree': " + msg);
+    collieCommAbort(c);
   });
   expectAllPassed(out);
 }

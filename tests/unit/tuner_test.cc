@@ -121,6 +121,10 @@ TEST(Tuner, OneHostOverSharedMemoryTakesShmDirectAtEverySize) {
       EXPECT_STREQ(got->name(), "shm_direct") << collectiveName(c) << " count " << count;
     }
   }
+  // Barriers too: one cache line each way, where the dissemination barrier sends a frame.
+  Algorithm* got = nullptr;
+  ASSERT_TRUE(pickAlgorithm(algos, nullptr, call(Collective::kBarrier, 0), ctx, &got).isOk());
+  EXPECT_STREQ(got->name(), "shm_direct");
 }
 
 TEST(Tuner, ForcedAlgorithmWinsOrFailsClearlyButNotForBarriers) {
