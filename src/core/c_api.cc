@@ -1,5 +1,6 @@
 // The C API: argument checks, the live-communicator registry, error strings and last errors.
 // No exception crosses this boundary.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -22,6 +23,11 @@ namespace {
 
 std::mutex gLiveMu;
 std::unordered_set<const collieComm*> gLive;  // guarded by gLiveMu
+// Communicators destroyed so far. A thread that found a communicator live finds it live again,
+// without the lock, while none was destroyed since: the check costs no lock on every call.
+std::atomic<uint64_t> gDestroyed{0};
+thread_local const collieComm* tChecked = nullptr;
+thread_local uint64_t tCheckedAt = 0;
 thread_local std::string tLastError;
 
 collieResult_t report(collieComm_t comm, const Status& s) {
@@ -62,9 +68,13 @@ Status initWith(collieComm_t* out, StatusOr<BootstrapInfo> info) {
 
 Status checkComm(const collieComm* comm) {
   if (comm == nullptr) return invalidArgument("comm is NULL");
+  const uint64_t destroyed = gDestroyed.load(std::memory_order_acquire);
+  if (comm == tChecked && destroyed == tCheckedAt) return Status::ok();
   std::lock_guard<std::mutex> l(gLiveMu);
   if (gLive.count(comm) == 0)
     return invalidUsage("comm is not a live communicator (destroyed, aborted or never created)");
+  tChecked = comm;
+  tCheckedAt = destroyed;
   return Status::ok();
 }
 
@@ -115,7 +125,8 @@ Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count,
     case Collective::kReduce:
       if (rank != root) recvBytes = 0, a.recv = nullptr;
       break;
-    default: break;
+    default:
+      break;
   }
   if (bytes > 0 && sendBytes > 0 && a.send == nullptr)
     return invalidArgument(std::string(op) + ": sendbuff is NULL with count " +
@@ -131,7 +142,8 @@ Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count,
     bool inPlace = recvInsideSend ? r == s + inPlaceOffset : s == r + inPlaceOffset;
     if (!inPlace && s < r + recvBytes && r < s + sendBytes)
       return invalidArgument(
-          std::string(op) + ": sendbuff and recvbuff overlap without being in place (in place "
+          std::string(op) +
+          ": sendbuff and recvbuff overlap without being in place (in place "
           "needs " +
           (coll == Collective::kReduceScatter ? "recvbuff == sendbuff + rank * recvcount"
            : coll == Collective::kAllGather   ? "sendbuff == recvbuff + rank * sendcount"
@@ -143,6 +155,8 @@ Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count,
 
 Status classifyBuffers(const char* op, CollArgs* a) {
   if (a->count == 0) return Status::ok();
+  // Without the CUDA driver in this process every buffer is host memory: one look, not two.
+  if (!deviceMemoryPossible()) return Status::ok();
   // A buffer not used on this rank (off the root) is null: the other one decides.
   PointerInfo s = classifyPointer(a->send != nullptr ? a->send : a->recv);
   PointerInfo r = classifyPointer(a->recv != nullptr ? a->recv : a->send);
@@ -164,7 +178,8 @@ using collie::Status;
 extern "C" {
 
 collieResult_t collieGetVersion(int* version) {
-  if (version == nullptr) return collie::report(nullptr, collie::invalidArgument("version is NULL"));
+  if (version == nullptr)
+    return collie::report(nullptr, collie::invalidArgument("version is NULL"));
   *version = COLLIE_VERSION_CODE;
   return collieSuccess;
 }
@@ -176,8 +191,7 @@ collieResult_t collieGetUniqueId(collieUniqueId* uniqueId) {
   });
 }
 
-collieResult_t collieCommInitRank(collieComm_t* comm, int nranks, collieUniqueId commId,
-                                  int rank) {
+collieResult_t collieCommInitRank(collieComm_t* comm, int nranks, collieUniqueId commId, int rank) {
   return collie::guarded(nullptr, [&]() -> Status {
     if (comm == nullptr) return collie::invalidArgument("collieCommInitRank: comm is NULL");
     *comm = nullptr;
@@ -197,10 +211,9 @@ collieResult_t collieCommInitFromEnv(collieComm_t* comm) {
     *comm = nullptr;
     auto info = collie::bootstrapFromEnv();
     if (info.isOk() && (info.value().nranks < 1 || info.value().rank >= info.value().nranks))
-      return collie::invalidArgument("collieCommInitFromEnv: rank " +
-                                     std::to_string(info.value().rank) +
-                                     " is out of range for world size " +
-                                     std::to_string(info.value().nranks));
+      return collie::invalidArgument(
+          "collieCommInitFromEnv: rank " + std::to_string(info.value().rank) +
+          " is out of range for world size " + std::to_string(info.value().nranks));
     return collie::initWith(comm, std::move(info));
   });
 }
@@ -213,6 +226,7 @@ static collieResult_t destroyComm(collieComm_t comm, bool abort) {
       if (collie::gLive.erase(comm) == 0)
         return collie::invalidUsage(
             "comm is not a live communicator (destroyed twice, aborted or never created)");
+      collie::gDestroyed.fetch_add(1, std::memory_order_release);
     }
     if (abort) comm->impl->abort();
     delete comm;
@@ -250,15 +264,14 @@ collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncE
   });
 }
 
-static collieResult_t runCollective(collie::Collective coll, const void* sendbuff,
-                                    void* recvbuff, size_t count, int datatype, int op, int root,
-                                    collieComm_t comm, void* stream) {
+static collieResult_t runCollective(collie::Collective coll, const void* sendbuff, void* recvbuff,
+                                    size_t count, int datatype, int op, int root, collieComm_t comm,
+                                    void* stream) {
   return collie::guarded(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     collie::CollArgs a;
-    COLLIE_RETURN_IF_ERROR(collie::makeCollArgs(coll, sendbuff, recvbuff, count, datatype, op,
-                                                root, comm->impl->rank(), comm->impl->size(),
-                                                &a));
+    COLLIE_RETURN_IF_ERROR(collie::makeCollArgs(coll, sendbuff, recvbuff, count, datatype, op, root,
+                                                comm->impl->rank(), comm->impl->size(), &a));
     // Host memory ignores the stream and returns with the result; device memory is enqueued
     // on the stream and returns at once.
     if (a.memory == collie::MemoryKind::kCuda) return comm->impl->runDevice(a, stream);
@@ -323,16 +336,26 @@ collieResult_t collieCommLastAlgorithm(collieComm_t comm, const char** name) {
 
 const char* collieGetErrorString(collieResult_t result) {
   switch (result) {
-    case collieSuccess: return "no error";
-    case collieUnhandledSystemError: return "unhandled system error";
-    case collieSystemError: return "system error (a system call failed)";
-    case collieInternalError: return "internal error (a bug in Collie)";
-    case collieInvalidArgument: return "invalid argument";
-    case collieInvalidUsage: return "invalid usage";
-    case collieRemoteError: return "remote process failed or exited";
-    case collieInProgress: return "operation in progress";
-    case collieTimeout: return "operation timed out";
-    default: return "unknown result code";
+    case collieSuccess:
+      return "no error";
+    case collieUnhandledSystemError:
+      return "unhandled system error";
+    case collieSystemError:
+      return "system error (a system call failed)";
+    case collieInternalError:
+      return "internal error (a bug in Collie)";
+    case collieInvalidArgument:
+      return "invalid argument";
+    case collieInvalidUsage:
+      return "invalid usage";
+    case collieRemoteError:
+      return "remote process failed or exited";
+    case collieInProgress:
+      return "operation in progress";
+    case collieTimeout:
+      return "operation timed out";
+    default:
+      return "unknown result code";
   }
 }
 

@@ -89,6 +89,8 @@ PointerQuery cudaQuery(const void* p) {
 
 PointerInfo classifyPointer(const void* p) { return classifyPointerWith(p, cudaQuery); }
 
+bool deviceMemoryPossible() { return driverLoaded(); }
+
 bool cudaBuilt() { return true; }
 
 int cudaDeviceCount(std::string* why) {
@@ -108,6 +110,8 @@ int cudaDeviceCount(std::string* why) {
 #else
 
 PointerInfo classifyPointer(const void* p) { return classifyPointerWith(p, nullptr); }
+
+bool deviceMemoryPossible() { return false; }
 
 bool cudaBuilt() { return false; }
 

@@ -27,6 +27,9 @@ using PointerQueryFn = std::function<PointerQuery(const void*)>;
 // driver (so no device pointer can exist, and a host-only program never creates a context),
 // or when the query fails. Pinned host memory is host.
 PointerInfo classifyPointer(const void* p);
+// False where no pointer of this process can be device memory: a build without CUDA, or a
+// process that has not loaded the CUDA driver.
+bool deviceMemoryPossible();
 // The same decision with the query given (tests, and builds without CUDA).
 PointerInfo classifyPointerWith(const void* p, const PointerQueryFn& query);
 
