@@ -284,7 +284,7 @@ Status ShmDirectAllReduce::inOneLine(const CollArgs& a, AlgoContext& ctx) {
   // In place, this rank's input is the output: kept aside here (read back from its line, it
   // cost 0.1 us a call).
   alignas(kLine) char own[kLineBytes];
-  if (a.send == a.recv) memcpy(own, a.send, bytes);
+  if (a.send == a.recv && bytes > 0) memcpy(own, a.send, bytes);
   LineMessage* mine = line(r, e);
   mine->seq = static_cast<uint32_t>(ctx.seq);
   mine->count = static_cast<uint8_t>(a.count);
