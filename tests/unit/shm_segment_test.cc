@@ -70,6 +70,15 @@ TEST(ShmSegment, EveryPageOfOwnAndPeerSegmentsIsMappedAtSetup) {
   }
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define COLLIE_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COLLIE_UNDER_ASAN 1
+#endif
+#endif
+
+#ifndef COLLIE_UNDER_ASAN
 // Entries of /dev/shm that belong to communicator comm.
 std::vector<std::string> segmentsOf(uint64_t comm) {
   char prefix[64];
@@ -92,13 +101,6 @@ size_t addressSpace() {
     if (key == "VmSize:" && status >> kb) return kb << 10;
   return 0;
 }
-
-#if defined(__SANITIZE_ADDRESS__)
-#define COLLIE_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define COLLIE_UNDER_ASAN 1
-#endif
 #endif
 
 // A segment made whose mapping then fails is removed again: nobody else knows its name, so
