@@ -123,17 +123,20 @@ TEST(ShmLine, BarriersBetweenAllReducesInAndPastTheLine) {
   munmap(marks, 4096);
 }
 
-// One rank in a barrier while the other makes a one-element AllReduce: both in the line, told
-// apart by the collective.
-TEST(ShmLine, ABarrierAgainstAnAllReduceFails) {
-  auto out = runWorld(2, lineWorld(), [](int rank, Reporter& rep) {
+// On n ranks: after a call they agree on, each makes call(rank, comm), which they disagree on.
+// Every rank must get an error that says so within seconds (the deadline is 20 s), not a hang.
+template <typename Call>
+void expectDisagreement(int n, Call call) {
+  auto out = runWorld(n, lineWorld(), [=](int rank, Reporter& rep) {
     collieComm_t c = nullptr;
     if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
-    float x = 1;
+    float agreed[4] = {1, 1, 1, 1};
+    // The next call then reuses nothing of a fresh slot.
+    if (collieAllReduce(agreed, agreed, 4, collieFloat32, collieSum, c, nullptr) != collieSuccess)
+      return rep.fail(std::string("the agreed call: ") + collieGetLastError(c));
     Deadline d = Deadline::afterMs(10000);
-    collieResult_t r = rank == 0 ? collieBarrier(c)
-                                 : collieAllReduce(&x, &x, 1, collieFloat32, collieSum, c, nullptr);
-    std::string msg = collieGetLastError(c);
+    const collieResult_t r = call(rank, c);
+    const std::string msg = collieGetLastError(c);
     if (r == collieSuccess) rep.fail("succeeded although the ranks made different calls");
     if (d.expired()) rep.fail("took longer than 10 s to fail");
     if (msg.find("disagree") == std::string::npos) rep.fail("message lacks 'disagree': " + msg);
@@ -142,27 +145,23 @@ TEST(ShmLine, ABarrierAgainstAnAllReduceFails) {
   expectAllPassed(out);
 }
 
-// Rank odd calls with oddCount floats, the others with count: an error that says so on every
-// rank, within seconds (the deadline is 20 s).
+// Rank odd calls with oddCount floats, the others with count.
 void disagreeOnCount(int n, int odd, size_t count, size_t oddCount) {
-  auto out = runWorld(n, lineWorld(), [=](int rank, Reporter& rep) {
-    collieComm_t c = nullptr;
-    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+  expectDisagreement(n, [=](int rank, collieComm_t c) {
     std::vector<float> buf(256, 1.0f);
-    // A call they agree on first: the next one reuses nothing of a fresh slot.
-    if (collieAllReduce(buf.data(), buf.data(), 4, collieFloat32, collieSum, c, nullptr) !=
-        collieSuccess)
-      return rep.fail(std::string("the agreed call: ") + collieGetLastError(c));
-    Deadline d = Deadline::afterMs(10000);
-    collieResult_t r = collieAllReduce(buf.data(), buf.data(), rank == odd ? oddCount : count,
-                                       collieFloat32, collieSum, c, nullptr);
-    std::string msg = collieGetLastError(c);
-    if (r == collieSuccess) rep.fail("allreduce succeeded although ranks disagree");
-    if (d.expired()) rep.fail("took longer than 10 s to fail");
-    if (msg.find("disagree") == std::string::npos) rep.fail("message lacks 'disagree': " + msg);
-    collieCommAbort(c);
+    return collieAllReduce(buf.data(), buf.data(), rank == odd ? oddCount : count, collieFloat32,
+                           collieSum, c, nullptr);
   });
-  expectAllPassed(out);
+}
+
+// One rank in a barrier while the other makes a one-element AllReduce: both in the line, told
+// apart by the collective.
+TEST(ShmLine, ABarrierAgainstAnAllReduceFails) {
+  expectDisagreement(2, [](int rank, collieComm_t c) {
+    float x = 1;
+    return rank == 0 ? collieBarrier(c)
+                     : collieAllReduce(&x, &x, 1, collieFloat32, collieSum, c, nullptr);
+  });
 }
 
 TEST(ShmLine, RanksThatDisagreeInsideTheLineFail) { disagreeOnCount(2, 1, 4, 3); }
