@@ -392,8 +392,8 @@ double Bench::timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t
   Clock::duration collOnly{};
   Clock::time_point start = Clock::now();
   for (int it = 0; it < o_.iters; ++it) {
-    // The clock only where each call is timed alone: a read costs ~30 ns on a VM, a sixth of
-    // an 8-byte call over shared memory.
+    // The clock only where each call is timed alone: the two reads cost ~60 ns on a VM, an
+    // eighth of an 8-byte call over shared memory.
     Clock::time_point t0 = o_.blocking == 3 ? Clock::now() : start;
     check(runColl(count, dtype, op, inPlace, it));
     if (o_.blocking != 0) syncDevice();

@@ -17,7 +17,7 @@ inline uint64_t nowNs() {
 
 // Milliseconds on the coarse monotonic clock: it moves in steps of a few milliseconds and reads
 // in ~5 ns, where the fine one took ~30 ns on a VM's kvm-clock, once per collective call for its
-// deadline (a sixth of a 2-rank 8-byte AllReduce over shared memory).
+// deadline (7% of a 2-rank 8-byte AllReduce over shared memory).
 inline int64_t coarseNowMs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
