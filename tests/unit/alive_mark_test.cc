@@ -32,6 +32,41 @@ int inChild(Fn fn) {
   return WEXITSTATUS(st);
 }
 
+// A child process that takes the mark (take() returns false where it could not), holds it until
+// letGo(), then lets it go with release() and exits 0.
+class HeldInChild {
+ public:
+  template <typename Take, typename Release>
+  bool start(Take take, Release release) {
+    if (pipe(go_) != 0 || pipe(taken_) != 0) return false;
+    pid_ = fork();
+    if (pid_ == 0) {
+      char c = 1;
+      if (!take()) _exit(2);
+      if (write(taken_[1], &c, 1) != 1 || read(go_[0], &c, 1) != 1) _exit(1);
+      release();
+      _exit(0);
+    }
+    char c = 0;
+    return pid_ > 0 && read(taken_[0], &c, 1) == 1;
+  }
+  // Lets the child go; true where it then exited 0.
+  bool letGo() {
+    char c = 1;
+    int st = 0;
+    return write(go_[1], &c, 1) == 1 && waitpid(pid_, &st, 0) == pid_ && WIFEXITED(st) &&
+           WEXITSTATUS(st) == 0;
+  }
+  ~HeldInChild() {
+    for (int fd : {go_[0], go_[1], taken_[0], taken_[1]})
+      if (fd >= 0) close(fd);
+  }
+
+ private:
+  int go_[2] = {-1, -1}, taken_[2] = {-1, -1};
+  pid_t pid_ = -1;
+};
+
 TEST(AliveMark, AHolderThatDiesReadsDeadToEveryLaterLook) {
   AliveMark* m = sharedMark();
   ASSERT_NE(m, nullptr);
@@ -54,27 +89,12 @@ TEST(AliveMark, AHolderThatDiesReadsDeadToEveryLaterLook) {
 TEST(AliveMark, ALiveHolderReadsAliveAndLetsGo) {
   AliveMark* m = sharedMark();
   ASSERT_NE(m, nullptr);
-  int go[2], held[2];
-  ASSERT_EQ(pipe(go), 0);
-  ASSERT_EQ(pipe(held), 0);
-  const pid_t p = fork();
-  if (p == 0) {
-    if (!m->hold(1000)) _exit(2);
-    char c = 1;
-    if (write(held[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
-    m->release();
-    _exit(0);
-  }
-  char c = 0;
-  ASSERT_EQ(read(held[0], &c, 1), 1);
+  HeldInChild holder;
+  ASSERT_TRUE(holder.start([m] { return m->hold(1000); }, [m] { m->release(); }));
   EXPECT_FALSE(m->holderDied()) << "held by a live process";
   EXPECT_EQ(inChild([m] { return m->holderDied() ? 1 : 0; }), 0);
-  ASSERT_EQ(write(go[1], &c, 1), 1);
-  int st = 0;
-  ASSERT_EQ(waitpid(p, &st, 0), p);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  EXPECT_TRUE(holder.letGo());
   EXPECT_FALSE(m->holderDied()) << "let go: alive";
-  for (int fd : {go[0], go[1], held[0], held[1]}) close(fd);
   munmap(m, sizeof(AliveMark));
 }
 
@@ -83,29 +103,15 @@ TEST(AliveMark, ALiveHolderReadsAliveAndLetsGo) {
 TEST(AliveMark, HoldGivesUpWhileAStoppedReaderHasTheMark) {
   AliveMark* m = sharedMark();
   ASSERT_NE(m, nullptr);
-  int go[2], taken[2];
-  ASSERT_EQ(pipe(go), 0);
-  ASSERT_EQ(pipe(taken), 0);
-  const pid_t p = fork();
-  if (p == 0) {
-    char c = 1;
-    if (pthread_mutex_trylock(&m->mutex) != 0) _exit(1);  // a look, stopped halfway
-    if (write(taken[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
-    pthread_mutex_unlock(&m->mutex);
-    _exit(0);
-  }
-  char c = 0;
-  ASSERT_EQ(read(taken[0], &c, 1), 1);
+  HeldInChild reader;  // a look, stopped halfway
+  ASSERT_TRUE(reader.start([m] { return pthread_mutex_trylock(&m->mutex) == 0; },
+                           [m] { pthread_mutex_unlock(&m->mutex); }));
   EXPECT_FALSE(m->hold(0));
   EXPECT_FALSE(m->hold(200));
-  ASSERT_EQ(write(go[1], &c, 1), 1);
-  int st = 0;
-  ASSERT_EQ(waitpid(p, &st, 0), p);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  EXPECT_TRUE(reader.letGo());
   EXPECT_TRUE(m->hold(0)) << "let go: the owner takes it";
   EXPECT_FALSE(m->holderDied());
   m->release();
-  for (int fd : {go[0], go[1], taken[0], taken[1]}) close(fd);
   munmap(m, sizeof(AliveMark));
 }
 
