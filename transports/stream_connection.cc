@@ -257,6 +257,10 @@ Status StreamConnection::readAbort(Sock& s, const std::string& prefix) {
 }
 
 Status StreamConnection::lost(const char* what, ssize_t err) {
+  if (err == -ENOSPC)  // a shared-memory ring that could not take its pages
+    return fail(systemError(std::string(what) + " to peer rank " + std::to_string(peer_) + ": " +
+                            strerror(static_cast<int>(-err)) +
+                            " for its shared-memory ring (/dev/shm or the memory limit is full)"));
   return fail(remoteError("lost peer rank " + std::to_string(peer_) + ": " + what + " (" +
                           strerror(static_cast<int>(-err)) +
                           "; the peer process died or the link is down)"));
@@ -411,6 +415,7 @@ void StreamConnection::sendAbort(const std::string& reason) {
   constexpr size_t kHdr = sizeof(FrameHeader);
   for (auto& s : socks_) {
     if (s.eof) continue;
+    s.io->prepareAbort();
     if (!s.sends.empty() && s.sends.front().sent > 0) {
       SendItem& it = s.sends.front();
       bool ok = true;

@@ -52,6 +52,9 @@ class ByteStream {
   virtual int pollFd() const = 0;
   // No more data from this side; the peer reads an orderly end after what was sent.
   virtual void shutdownWrite() = 0;
+  // What is written from now on is an abort frame and the rest of a frame begun: a stream that
+  // refuses data it cannot take room for (a shared-memory ring without its pages) takes these.
+  virtual void prepareAbort() {}
 };
 
 struct StreamOptions {

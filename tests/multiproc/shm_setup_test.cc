@@ -7,10 +7,12 @@
 // or run in different PID namespaces (containers without --ipc=host or --pid=host), and ranks
 // that disagree on the segments' layout. Each test mounts or unshares what it needs in
 // namespaces of its own (as root; skipped elsewhere).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -227,6 +229,89 @@ TEST_F(ShmSetup, TooLittleRoomWithShmForcedFailsOnEveryRank) {
   });
   expectAllPassed(out);
   EXPECT_TRUE(leftovers().empty()) << leftovers().front();
+}
+
+// What this process's /dev/shm holds, in bytes.
+double devShmUsed() {
+  struct statvfs fs;
+  if (statvfs("/dev/shm", &fs) != 0) return -1;
+  return static_cast<double>(fs.f_blocks - fs.f_bfree) * static_cast<double>(fs.f_frsize);
+}
+
+// A ring's pages are taken in /dev/shm when its writer first uses it; until then a rank holds
+// only its header, the rings' control blocks and its staging. Where /dev/shm has filled up
+// since init, the first use of a ring is an error on every rank, not a SIGBUS.
+TEST_F(ShmSetup, RingsTakeTheirPagesOnFirstUseAndANowFullDevShmIsAnError) {
+  // 3 ranks, each segment 3 rings and the staging of 1 MiB: 12 MiB at init, held only there.
+  mountSmall(16);
+  if (IsSkipped()) return;
+  constexpr double kMiB = 1 << 20;
+  WorldOptions opt;
+  opt.timeoutSec = 120;
+  opt.env = {{"COLLIE_SOCKET_IFNAME", "lo"},
+             {"COLLIE_TRANSPORT", "shm"},
+             {"COLLIE_TIMEOUT_MS", "30000"},
+             {"COLLIE_SHM_RING_BYTES", "1M"},
+             {"COLLIE_SHM_STAGING_BYTES", "1M"}};
+  auto out = runWorld(3, opt, [](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess)
+      return rep.fail(std::string("init: ") + collieGetLastError(nullptr));
+    // Each phase starts with every rank past the last (barriers use the staging, not rings).
+    auto phase = [&](const char* what) {
+      if (collieBarrier(c) != collieSuccess)
+        rep.fail(std::string("barrier before ") + what + ": " + collieGetLastError(c));
+    };
+    auto sum = [&](const char* algo) {
+      collieCommSetAlgorithm(c, algo);
+      std::vector<int32_t> v((1 << 20) + 3, rank + 1);
+      const collieResult_t r =
+          collieAllReduce(v.data(), v.data(), v.size(), collieInt32, collieSum, c, nullptr);
+      if (r == collieSuccess && (v.front() != 6 || v.back() != 6)) rep.fail("wrong sum");
+      return r;
+    };
+    phase("the first look");
+    // The staging and the small parts of 3 segments: no rings, but their heads.
+    const double atInit = devShmUsed();
+    if (atInit > 3 * 1.1 * kMiB)
+      rep.fail("/dev/shm holds " + std::to_string(atInit / kMiB) + " MiB after init");
+    phase("the ring");
+    if (sum("ring") != collieSuccess) rep.fail(std::string("ring: ") + collieGetLastError(c));
+    phase("the second look");
+    // The ring sends to the next rank only: one inbound ring in each segment.
+    const double afterRing = devShmUsed() - atInit;
+    if (afterRing < 3 * 0.95 * kMiB || afterRing > 3 * 1.05 * kMiB)
+      rep.fail("the ring took " + std::to_string(afterRing / kMiB) + " MiB of rings");
+    phase("the filler");
+    if (rank == 0) {
+      // Another program fills /dev/shm.
+      const int fd = open("/dev/shm/filler", O_CREAT | O_RDWR, 0600);
+      struct statvfs fs;
+      if (fd < 0 || statvfs("/dev/shm", &fs) != 0) return rep.fail("making the filler");
+      off_t left = static_cast<off_t>(fs.f_bavail * fs.f_frsize);
+      while (left > 0 && posix_fallocate(fd, 0, left) != 0) left -= 4096;
+      close(fd);
+    }
+    phase("recursive doubling");
+    // Recursive doubling on 3 ranks: the fold 0 -> 1, the exchange 1 <-> 2 and the unfold
+    // 1 -> 0, so rank 2 writes to rank 1 and rank 1 to rank 0 for the first time.
+    Deadline d = Deadline::afterMs(25000);
+    if (sum("recursive_doubling") == collieSuccess)
+      rep.fail("recursive doubling succeeded with /dev/shm full");
+    else
+      rep.note(collieGetLastError(c));
+    if (d.expired()) rep.fail("the error took too long");
+    collieCommDestroy(c);
+  });
+  expectAllPassed(out);
+  // Rank 2 cannot write to rank 1, nor rank 1 to rank 0 (the unfold); each that cannot still
+  // sends its abort, so every rank has the reason.
+  for (const RankOutcome& r : out) {
+    ASSERT_EQ(r.notes.size(), 1u) << "rank " << r.rank << ": " << r.output;
+    EXPECT_NE(r.notes[0].find("No space left on device for its shared-memory ring"),
+              std::string::npos)
+        << "rank " << r.rank << ": " << r.notes[0];
+  }
 }
 
 // Ranks that disagree on the segments' layout are a misuse, not something to fall back from:

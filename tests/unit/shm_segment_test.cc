@@ -1,9 +1,11 @@
-// The shared-memory segments are mapped whole: every page of a rank's own segment and of the
-// peers' it maps is in its page tables once the transport is set up, so no call pays for
-// faulting in ring pages on first touch.
+// The shared-memory segments at setup: the header, the rings' control blocks and the staging
+// are in /dev/shm and in every mapping's page tables, so no call pays for faulting them in; a
+// ring's data takes its pages when it is first used, whole, in /dev/shm and in both the writer's
+// and the reader's page tables. A rank holds the rings its algorithms use, not one per peer.
 #include <dirent.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,27 +49,61 @@ std::vector<Mapping> mappingsOf(const std::string& name) {
   return out;
 }
 
-TEST(ShmSegment, EveryPageOfOwnAndPeerSegmentsIsMappedAtSetup) {
+// Bytes of /dev/shm that the segment name holds.
+long usedKb(const std::string& name) {
+  struct stat st;
+  return stat(("/dev/shm" + name).c_str(), &st) == 0 ? static_cast<long>(st.st_blocks) / 2 : -1;
+}
+
+TEST(ShmSegment, ARingTakesItsPagesWhenFirstUsedAndTheRestAtSetup) {
   const uint64_t comm = 0x5e9000u + static_cast<uint64_t>(getpid());
   ShmOptions opt;
   opt.ringBytes = 256 << 10;
   opt.stagingBytes = 512 << 10;
-  auto a = ShmTransport::create(comm, 0, {0, 1}, opt);
-  auto b = ShmTransport::create(comm, 1, {0, 1}, opt);
-  ASSERT_TRUE(a.isOk()) << a.status().message();
-  ASSERT_TRUE(b.isOk()) << b.status().message();
-  const std::vector<std::string> names = {a.value()->segmentName(), b.value()->segmentName()};
-  ASSERT_TRUE(a.value()->mapPeers(names).isOk());
-  ASSERT_TRUE(b.value()->mapPeers(names).isOk());
-  for (const std::string& n : names) {
-    SCOPED_TRACE(n);
-    std::vector<Mapping> maps = mappingsOf(n.substr(1));  // without the leading '/'
-    ASSERT_EQ(maps.size(), 2u) << "its owner's mapping and its peer's";
-    for (const Mapping& m : maps) {
-      EXPECT_GT(m.sizeKb, 2 * 256 + 512);  // both rings and the staging
-      EXPECT_EQ(m.rssKb, m.sizeKb);
-    }
+  const long ringKb = 256, headKb = 8;  // a ring's head stays, for an abort frame
+  std::vector<std::unique_ptr<ShmTransport>> t;
+  std::vector<std::string> names;
+  for (int r = 0; r < 2; ++r) {
+    auto made = ShmTransport::create(comm, r, {0, 1}, opt);
+    ASSERT_TRUE(made.isOk()) << made.status().message();
+    t.push_back(made.take());
+    names.push_back(t.back()->segmentName());
   }
+  for (auto& x : t) ASSERT_TRUE(x->mapPeers(names).isOk());
+  // ringsUsed[s]: the rings of segment s in use (of its two, its peer writes into one).
+  auto expectPages = [&](const std::vector<long>& ringsUsed) {
+    for (size_t s = 0; s < names.size(); ++s) {
+      SCOPED_TRACE(names[s]);
+      std::vector<Mapping> maps = mappingsOf(names[s].substr(1));  // without the leading '/'
+      ASSERT_EQ(maps.size(), 2u) << "its owner's mapping and its peer's";
+      const long unused = (2 - ringsUsed[s]) * (ringKb - headKb);
+      EXPECT_GT(maps[0].sizeKb, 2 * ringKb + 512);  // both rings and the staging
+      EXPECT_EQ(usedKb(names[s]), maps[0].sizeKb - unused);
+      for (const Mapping& m : maps) EXPECT_EQ(m.rssKb, m.sizeKb - unused);
+    }
+  };
+  expectPages({0, 0});
+  if (HasFatalFailure()) return;
+  // Rank 0 sends rank 1 a message: the ring in rank 1's segment that rank 0 writes.
+  std::vector<std::unique_ptr<Connection>> c0(2), c1(2);
+  t[0]->makeConnections(&c0);
+  t[1]->makeConnections(&c1);
+  const uint64_t sent = 0x1234567890abcdefull;
+  uint64_t got = 0;
+  FrameTag tag;
+  tag.seq = 1;
+  tag.count = 1;
+  Request sq, rq;
+  ASSERT_TRUE(c0[1]->isend(&sent, sizeof(sent), tag, &sq).isOk());
+  ASSERT_TRUE(c1[0]->irecv(&got, sizeof(got), tag, &rq).isOk());
+  for (int i = 0; i < 1000000 && !(sq.done && rq.done); ++i) {
+    bool moved = false;
+    ASSERT_TRUE(c0[1]->progress(&moved).isOk());
+    ASSERT_TRUE(c1[0]->progress(&moved).isOk());
+  }
+  ASSERT_TRUE(sq.done && rq.done);
+  EXPECT_EQ(got, sent);
+  expectPages({0, 1});
 }
 
 #if defined(__SANITIZE_ADDRESS__)

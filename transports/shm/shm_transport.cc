@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -69,21 +70,51 @@ long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
+// Puts len bytes of a shared mapping from p into this process's page tables, taking the pages
+// the tmpfs has not given yet: 0, ENOSPC where it has no room for them (where touching them
+// would raise SIGBUS), ENOMEM, or EINVAL where the kernel cannot (before 5.14).
+int populate(char* p, size_t len) {
+  if (len == 0 || madvise(p, len, MADV_POPULATE_WRITE) == 0) return 0;
+  return errno == EFAULT ? ENOSPC : errno;
+}
+
+// Faults in every page of len bytes from p by reading it: for kernels without populate.
+void touch(const char* p, size_t len) {
+  for (size_t off = 0; off < len; off += 4096) static_cast<void>(*(const volatile char*)(p + off));
+}
+
 }  // namespace
 
-// One mapped segment: header, nlocal inbound rings, staging.
+// One mapped segment: the header, the control blocks of its nlocal inbound rings, the rings'
+// data, the staging. Its pages are all taken when it is made, so that a /dev/shm without room
+// for them fails there; then the rings' data pages are given back. A ring takes them again when
+// its writer first uses it (ShmStream), so a host holds the rings of the pairs its algorithms
+// use (O(log n) per rank), not one per pair of local ranks.
 class ShmSegment {
  public:
   ~ShmSegment() {
     if (base_ != nullptr) munmap(base_, size_);
   }
-  static size_t sizeFor(uint32_t nlocal, const ShmOptions& o) {
-    return roundUp(sizeof(SegHeader), 4096) +
-           nlocal * roundUp(sizeof(RingCtl) + o.ringBytes, 4096) + roundUp(o.stagingBytes, 4096);
+  // Offsets in a segment of nlocal rings of o.ringBytes (a multiple of the page: create rounds).
+  static size_t ringsOffset(uint32_t nlocal) {
+    return roundUp(sizeof(SegHeader), 4096) + roundUp(nlocal * sizeof(RingCtl), 4096);
   }
-  // create: makes the segment, one of nlocal alike, and takes its pages.
+  static size_t stagingOffset(uint32_t nlocal, const ShmOptions& o) {
+    return ringsOffset(nlocal) + nlocal * o.ringBytes;
+  }
+  static size_t sizeFor(uint32_t nlocal, const ShmOptions& o) {
+    return stagingOffset(nlocal, o) + roundUp(o.stagingBytes, 4096);
+  }
+  // create: makes the segment, one of nlocal alike, and takes its pages. The header, the
+  // control blocks and the staging go into this process's page tables now, a ring's data when
+  // it is first used (populateRing).
   static StatusOr<std::unique_ptr<ShmSegment>> map(const std::string& name, bool create,
-                                                   size_t size, uint32_t nlocal = 0) {
+                                                   uint32_t nlocal, const ShmOptions& o) {
+    const size_t size = sizeFor(nlocal, o);
     int fd = shm_open(name.c_str(), create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
     if (fd < 0 && !create && errno == ENOENT)
       return systemError("shm_open " + name +
@@ -115,19 +146,50 @@ class ShmSegment {
                                " bytes where this rank's settings make " + std::to_string(size) +
                                " (COLLIE_SHM_* settings must agree)"));
     }
-    // Populated now, not page by page on first touch: each process faults in every page it
-    // maps, and a small message touching fresh ring pages cost 4-6x its time until the ring
-    // had wrapped once (2 ranks, 8 KiB calls: 10 us for the first ~125, then 1.6 us).
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
       const int e = errno;
       return fail(errnoStatus("mmap " + name, e));
     }
-    close(fd);
     std::unique_ptr<ShmSegment> s(new ShmSegment());
     s->base_ = static_cast<char*>(p);
     s->size_ = size;
+    s->nlocal_ = nlocal;
+    s->o_ = o;
+    // In the page tables now, not page by page on first touch: a small message touching fresh
+    // ring pages cost 4-6x its time until the ring had wrapped once (2 ranks, 8 KiB calls:
+    // 10 us for the first ~125, then 1.6 us).
+    const size_t rings = ringsOffset(nlocal), staging = stagingOffset(nlocal, o);
+    int e = populate(s->base_, rings);
+    if (e == EINVAL) {
+      // A kernel that cannot populate on demand: the rings keep their pages, faulted in now.
+      s->lazyRings_ = false;
+      touch(s->base_, size);
+      e = 0;
+    }
+    for (uint32_t i = 0; i < nlocal && e == 0 && s->lazyRings_; ++i) {
+      // The rings' pages past their heads go back to the tmpfs until their writers first use
+      // them; a head stays, for an abort frame where the rest cannot be had (ringHeadBytes).
+      const size_t from = rings + i * o.ringBytes + ringHeadBytes(o);
+      if (create && from < rings + (i + 1) * o.ringBytes &&
+          fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from),
+                    static_cast<off_t>(rings + (i + 1) * o.ringBytes - from)) != 0)
+        COLLIE_INFO(kLogInit, "shm: the rings of %s keep their pages: %s", name.c_str(),
+                    strerror(errno));
+      e = populate(s->ringData(i), ringHeadBytes(o));
+    }
+    if (e == 0) e = populate(s->base_ + staging, size - staging);
+    if (e != 0) return fail(errnoStatus("populating shm segment " + name, e));
+    close(fd);
     return s;
+  }
+  // Ring i's data into this process's page tables, its pages taken where the tmpfs has not
+  // given them yet: 0, or an errno (ENOSPC: /dev/shm has no room for them).
+  int populateRing(uint32_t i) { return lazyRings_ ? populate(ringData(i), o_.ringBytes) : 0; }
+  // What of a ring is taken at setup: room for an abort frame (stream_connection.h), which a
+  // writer that cannot have the rest still sends.
+  static size_t ringHeadBytes(const ShmOptions& o) {
+    return std::min(o.ringBytes, roundUp(sizeof(FrameHeader) + kMaxAbortPayload, 4096));
   }
   // /dev/shm cannot hold a segment of size bytes, one of nlocal alike: what it has and what to
   // do about it.
@@ -147,17 +209,11 @@ class ShmSegment {
                        "COLLIE_TRANSPORT=tcp)");
   }
   SegHeader* header() { return reinterpret_cast<SegHeader*>(base_); }
-  RingCtl* ring(uint32_t i, const ShmOptions& o) {
-    return reinterpret_cast<RingCtl*>(base_ + roundUp(sizeof(SegHeader), 4096) +
-                                      i * roundUp(sizeof(RingCtl) + o.ringBytes, 4096));
+  RingCtl* ring(uint32_t i) {
+    return reinterpret_cast<RingCtl*>(base_ + roundUp(sizeof(SegHeader), 4096)) + i;
   }
-  char* ringData(uint32_t i, const ShmOptions& o) {
-    return reinterpret_cast<char*>(ring(i, o)) + sizeof(RingCtl);
-  }
-  char* staging(uint32_t nlocal, const ShmOptions& o) {
-    return base_ + roundUp(sizeof(SegHeader), 4096) +
-           nlocal * roundUp(sizeof(RingCtl) + o.ringBytes, 4096);
-  }
+  char* ringData(uint32_t i) { return base_ + ringsOffset(nlocal_) + i * o_.ringBytes; }
+  char* staging() { return base_ + stagingOffset(nlocal_, o_); }
   // After publishing data: wake the owner if it announced it may sleep (see Doorbell).
   void ring() {
     SegHeader* h = header();
@@ -171,6 +227,9 @@ class ShmSegment {
   ShmSegment() = default;
   char* base_ = nullptr;
   size_t size_ = 0;
+  uint32_t nlocal_ = 0;
+  ShmOptions o_;
+  bool lazyRings_ = true;  // the rings' pages are taken on first use
 };
 
 uint32_t ShmDoorbell::prepare() {
@@ -209,12 +268,16 @@ class ShmStream : public ByteStream {
  public:
   ShmStream(ShmSegment* mine, ShmSegment* theirs, uint32_t myIdx, uint32_t theirIdx,
             const ShmOptions& o, int peerPid, AliveMark* peerAlive)
-      : out_(theirs->ring(myIdx, o)),
-        outData_(theirs->ringData(myIdx, o)),
-        in_(mine->ring(theirIdx, o)),
-        inData_(mine->ringData(theirIdx, o)),
+      : out_(theirs->ring(myIdx)),
+        outData_(theirs->ringData(myIdx)),
+        in_(mine->ring(theirIdx)),
+        inData_(mine->ringData(theirIdx)),
         cap_(o.ringBytes),
+        headBytes_(ShmSegment::ringHeadBytes(o)),
+        mine_(mine),
         theirs_(theirs),
+        myIdx_(myIdx),
+        theirIdx_(theirIdx),
         peerPid_(peerPid),
         peerAlive_(peerAlive) {
     if (peerPid > 0) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, peerPid, 0));
@@ -225,9 +288,20 @@ class ShmStream : public ByteStream {
   }
 
   ssize_t writev(const iovec* iov, int n) override {
+    if (!outMapped_) {
+      // The first write: the ring in the peer's segment takes its pages (see ShmSegment). Where
+      // it cannot (no room in /dev/shm, or ENOMEM from a memory limit its pages count against),
+      // data fails; an abort frame still goes into the ring's head, never written.
+      const int e = theirs_->populateRing(myIdx_);
+      if (e == 0)
+        outMapped_ = true;
+      else if (!abortOnly_)
+        return -ENOSPC;
+    }
     uint64_t tail = out_->tail.load(std::memory_order_relaxed);
     uint64_t head = out_->head.load(std::memory_order_acquire);
     size_t space = cap_ - static_cast<size_t>(tail - head);
+    if (!outMapped_) space = tail < headBytes_ ? headBytes_ - static_cast<size_t>(tail) : 0;
     if (space == 0) return peerGone() ? -ECONNRESET : 0;
     size_t done = 0;
     for (int i = 0; i < n && space > 0; ++i) {
@@ -253,6 +327,11 @@ class ShmStream : public ByteStream {
       }
       return peerGone() ? -ECONNRESET : 0;
     }
+    if (!inMapped_) {
+      // Its writer took the pages before it wrote: into this process's page tables now.
+      mine_->populateRing(theirIdx_);
+      inMapped_ = true;
+    }
     size_t len = n < avail ? n : avail;
     size_t off = static_cast<size_t>(head % cap_);
     size_t first = len < cap_ - off ? len : cap_ - off;
@@ -265,6 +344,7 @@ class ShmStream : public ByteStream {
 
   int pollFd() const override { return pidfd_; }
   void shutdownWrite() override { out_->closed.store(1, std::memory_order_release); }
+  void prepareAbort() override { abortOnly_ = true; }
 
  private:
   void copyIn(uint64_t pos, const char* src, size_t len) {
@@ -291,7 +371,12 @@ class ShmStream : public ByteStream {
   RingCtl* in_;
   char* inData_;
   size_t cap_;
+  size_t headBytes_;  // of a ring, taken at setup
+  ShmSegment* mine_;
   ShmSegment* theirs_;
+  uint32_t myIdx_, theirIdx_;  // this rank's ring in the peer's segment, the peer's in ours
+  bool outMapped_ = false, inMapped_ = false;
+  bool abortOnly_ = false;  // what is left to write is an abort frame
   int peerPid_;
   AliveMark* peerAlive_;  // watched where peerPid_ is 0
   int pidfd_ = -1;
@@ -317,9 +402,8 @@ StatusOr<std::unique_ptr<ShmTransport>> ShmTransport::create(uint64_t commId, in
   snprintf(name, sizeof(name), "/%s%016" PRIx64 "-%d-%d", kShmPrefix, commId, rank,
            static_cast<int>(getpid()));
   t->name_ = name;
-  size_t size = ShmSegment::sizeFor(static_cast<uint32_t>(t->local_.size()), t->opt_);
   COLLIE_ASSIGN_OR_RETURN(
-      t->own_, ShmSegment::map(t->name_, true, size, static_cast<uint32_t>(t->local_.size())));
+      t->own_, ShmSegment::map(t->name_, true, static_cast<uint32_t>(t->local_.size()), t->opt_));
   t->linked_ = true;
   SegHeader* h = t->own_->header();
   h->pid = getpid();
@@ -335,11 +419,10 @@ StatusOr<std::unique_ptr<ShmTransport>> ShmTransport::create(uint64_t commId, in
 }
 
 Status ShmTransport::mapPeers(const std::vector<std::string>& names) {
-  size_t size = ShmSegment::sizeFor(static_cast<uint32_t>(local_.size()), opt_);
   peers_.resize(local_.size());
   for (size_t i = 0; i < local_.size(); ++i) {
     if (static_cast<int>(i) == localIndex_) continue;
-    auto seg = ShmSegment::map(names[i], false, size);
+    auto seg = ShmSegment::map(names[i], false, static_cast<uint32_t>(local_.size()), opt_);
     if (!seg.isOk())
       return seg.status().withContext("mapping peer rank " + std::to_string(local_[i]));
     SegHeader* h = seg.value()->header();
@@ -362,7 +445,6 @@ bool ShmTransport::holdAlive(int64_t timeoutMs) { return own_->header()->alive.h
 void ShmTransport::releaseAlive() { own_->header()->alive.release(); }
 
 void ShmTransport::makeConnections(std::vector<std::unique_ptr<Connection>>* conns) {
-  uint32_t nlocal = static_cast<uint32_t>(local_.size());
   for (size_t i = 0; i < local_.size(); ++i) {
     if (static_cast<int>(i) == localIndex_) continue;
     std::vector<std::unique_ptr<ByteStream>> streams;
@@ -371,9 +453,8 @@ void ShmTransport::makeConnections(std::vector<std::unique_ptr<Connection>>* con
         opt_, watchablePid(*own_->header(), *peers_[i]->header()), &peers_[i]->header()->alive));
     StreamOptions so;
     so.stripeBytes = SIZE_MAX;  // one stream: never striped
-    auto* c = new StreamConnection(local_[i], commId_, std::move(streams), so,
-                                   peers_[i]->staging(nlocal, opt_), own_->staging(nlocal, opt_),
-                                   opt_.stagingBytes);
+    auto* c = new StreamConnection(local_[i], commId_, std::move(streams), so, peers_[i]->staging(),
+                                   own_->staging(), opt_.stagingBytes);
     (*conns)[local_[i]].reset(c);
   }
 }
