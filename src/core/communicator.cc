@@ -134,9 +134,12 @@ Status CommImpl::init(BootstrapInfo info) {
                           ? params().getInt("COLLIE_CONNECT_TIMEOUT_MS")
                           : timeoutMs_;
   chunkBytes_ = static_cast<size_t>(std::max<int64_t>(4096, params().getInt("COLLIE_CHUNK_BYTES")));
-  const std::string where = "init of rank " + std::to_string(rank_) + " of " +
-                            std::to_string(nranks_) + " (" + info.how + ", store " +
-                            info.storeAddr.toString() + ")";
+  // Which init failed, and where its store is: set again once the store is found.
+  auto describe = [&] {
+    return "init of rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) + " (" +
+           info.how + ", store " + info.storeAddr.toString() + ")";
+  };
+  std::string where = describe();
   Deadline deadline = Deadline::afterMs(connectMs);
   algos_ = buildAlgorithms();
   online_ = OnlineTuner(static_cast<int>(params().getInt("COLLIE_TUNER_TRIALS")), 4096,
@@ -189,6 +192,7 @@ Status CommImpl::init(BootstrapInfo info) {
       }
       server_ = srv.take();
       info.storeAddr = a;
+      where = describe();
       break;
     }
     if (!server_)
@@ -215,6 +219,10 @@ Status CommImpl::init(BootstrapInfo info) {
                    : TcpStore::connectAny(info.storeChoices, info.auth, deadline);
   if (!store.isOk()) return store.status().withContext(where);
   store_ = store.take();
+  if (!info.storeChoices.empty()) {
+    info.storeAddr = store_->server();  // the derived port it answered on
+    where = describe();
+  }
 
   auto claim = store_->add("claim/" + std::to_string(rank_), 1);
   if (!claim.isOk()) return claim.status().withContext(where);

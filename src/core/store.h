@@ -88,6 +88,8 @@ class TcpStore : public Store {
   StatusOr<int64_t> add(const std::string& key, int64_t delta) override;
   Status wait(const std::vector<std::string>& keys, const Deadline& deadline,
               std::vector<std::string>* missing) override;
+  // Where the store serves (of connectAny's choices, the one that answered).
+  const SockAddr& server() const { return server_; }
 
  private:
   TcpStore() = default;

@@ -380,15 +380,19 @@ TEST(EnvInit, NcclBackendWithoutAGpuFailsAtInitSayingWhy) {
 
 // What mpirun puts in the environment (no MASTER_*): ranks on one host find each other through
 // a store on a port derived from the job id, each rank doing the same sum.
-void mpirunStyleRank(const std::string& job, int rank, Reporter& rep) {
+void mpirunStyleEnv(const std::string& job, int rank, int size) {
   unsetenv("RANK");
   unsetenv("WORLD_SIZE");
   unsetenv("MASTER_ADDR");
   unsetenv("MASTER_PORT");
   setenv("OMPI_COMM_WORLD_RANK", std::to_string(rank).c_str(), 1);
-  setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
-  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", std::to_string(size).c_str(), 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", std::to_string(size).c_str(), 1);
   setenv("OMPI_MCA_ess_base_jobid", job.c_str(), 1);
+}
+
+void mpirunStyleRank(const std::string& job, int rank, Reporter& rep) {
+  mpirunStyleEnv(job, rank, 3);
   collieComm_t c = nullptr;
   if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail(collieGetLastError(nullptr));
   int r = -1;
@@ -426,26 +430,56 @@ int silentListener(int port) {
 // The first two ports derived from the job id are held by another program, which takes
 // connections and never answers: rank 0 serves on the third, and the others find it there.
 // Before, rank 0 failed to bind, and the others waited out the connect deadline.
+// A job id (from base) whose first two derived store ports this process now holds with silent
+// listeners (their fds in held); "" where none could be found.
+std::string jobWithTwoPortsHeld(int base, std::vector<int>* held) {
+  for (int i = 0; i < 100; ++i) {
+    for (int fd : *held) close(fd);
+    held->clear();
+    const std::string job = std::to_string(base + 100 * getpid() + i);
+    const std::vector<int> ports = jobStorePorts(job);
+    for (int k = 0; k < 2; ++k) {
+      const int fd = silentListener(ports[k]);
+      if (fd < 0) break;
+      held->push_back(fd);
+    }
+    if (held->size() == 2) return job;
+  }
+  return "";
+}
+
 TEST(EnvInit, MpirunStyleEnvironmentWithTheDerivedPortsTaken) {
   WorldOptions opt;
   opt.setRankEnv = false;
   opt.env = {{"COLLIE_CONNECT_TIMEOUT_MS", "60000"}};
-  std::string job;
+  ASSERT_EQ(jobStorePorts("1").size(), kJobStorePorts);
   std::vector<int> held;
-  for (int i = 0; i < 100 && held.size() < 2; ++i) {
-    for (int fd : held) close(fd);
-    held.clear();
-    job = std::to_string(2000000 + 100 * getpid() + i);
-    const std::vector<int> ports = jobStorePorts(job);
-    ASSERT_EQ(ports.size(), kJobStorePorts);
-    for (int k = 0; k < 2; ++k) {
-      const int fd = silentListener(ports[k]);
-      if (fd < 0) break;
-      held.push_back(fd);
-    }
-  }
-  ASSERT_EQ(held.size(), 2u) << "no job id whose first two ports could be held";
+  const std::string job = jobWithTwoPortsHeld(2000000, &held);
+  ASSERT_FALSE(job.empty()) << "no job id whose first two ports could be held";
   auto out = runWorld(3, opt, [job](int rank, Reporter& rep) { mpirunStyleRank(job, rank, rep); });
+  expectAllPassed(out);
+  for (int fd : held) close(fd);
+}
+
+// An init that fails after the store was found names the port it serves on, on every rank:
+// here a world of 4 where 3 ranks come.
+TEST(EnvInit, MpirunStyleInitErrorsNameThePortTheStoreServesOn) {
+  WorldOptions opt;
+  opt.setRankEnv = false;
+  opt.env = {{"COLLIE_CONNECT_TIMEOUT_MS", "8000"}};
+  std::vector<int> held;
+  const std::string job = jobWithTwoPortsHeld(3000000, &held);
+  ASSERT_FALSE(job.empty()) << "no job id whose first two ports could be held";
+  const std::vector<int> ports = jobStorePorts(job);
+  auto out = runWorld(3, opt, [job, ports](int rank, Reporter& rep) {
+    mpirunStyleEnv(job, rank, 4);
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) == collieSuccess) return rep.fail("init of 3 of 4 succeeded");
+    const std::string msg = collieGetLastError(nullptr);
+    if (msg.find("ranks never arrived: 3") == std::string::npos ||
+        msg.find(":" + std::to_string(ports[2]) + ")") == std::string::npos)
+      rep.fail("want the store at port " + std::to_string(ports[2]) + ": " + msg);
+  });
   expectAllPassed(out);
   for (int fd : held) close(fd);
 }
