@@ -261,6 +261,13 @@ TEST_P(CollectivesMatrix, EveryCollectiveDtypeOpCountMatchesReference) {
   char tmpl[] = "/tmp/collie-barrier-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
+  // Removed however the test ends: a failed assertion below returns early.
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      if (system(("rm -rf " + path).c_str()) != 0) ADD_FAILURE() << "could not remove " << path;
+    }
+  } removeDir{dir};
   WorldOptions opt;
   opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", c.transport}};
   auto out = runWorld(c.n, opt, [c, dir](int rank, Reporter& rep) {
@@ -274,7 +281,6 @@ TEST_P(CollectivesMatrix, EveryCollectiveDtypeOpCountMatchesReference) {
   const int perCount = (c.colls & kRs ? 24 : 0) + (c.colls & kAg ? 8 : 0) +
                        (c.colls & kBc ? 8 : 0) + (c.colls & kRd ? 24 : 0);
   EXPECT_EQ(out[0].notes[0], "cases " + std::to_string(4 * perCount + 3));
-  if (system(("rm -rf " + dir).c_str()) != 0) ADD_FAILURE() << "could not remove " << dir;
 }
 
 INSTANTIATE_TEST_SUITE_P(
