@@ -91,9 +91,9 @@ void touch(const char* p, size_t len) {
 
 // One mapped segment: the header, the control blocks of its nlocal inbound rings, the rings'
 // data, the staging. Its pages are all taken when it is made, so that a /dev/shm without room
-// for them fails there; then the rings' data pages are given back. A ring takes them again when
-// its writer first uses it (ShmStream), so a host holds the rings of the pairs its algorithms
-// use (O(log n) per rank), not one per pair of local ranks.
+// for them fails there; then the rings' data pages past each ring's head are given back. A ring
+// takes them again when its writer first uses it (ShmStream), so a host holds the rings of the
+// pairs its algorithms use (O(log n) per rank), not one per pair of local ranks.
 class ShmSegment {
  public:
   ~ShmSegment() {
@@ -110,8 +110,8 @@ class ShmSegment {
     return stagingOffset(nlocal, o) + roundUp(o.stagingBytes, 4096);
   }
   // create: makes the segment, one of nlocal alike, and takes its pages. The header, the
-  // control blocks and the staging go into this process's page tables now, a ring's data when
-  // it is first used (populateRing).
+  // control blocks, the rings' heads and the staging go into this process's page tables now, the
+  // rest of a ring when it is first used (populateRing).
   static StatusOr<std::unique_ptr<ShmSegment>> map(const std::string& name, bool create,
                                                    uint32_t nlocal, const ShmOptions& o) {
     const size_t size = sizeFor(nlocal, o);
