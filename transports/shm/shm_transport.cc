@@ -91,9 +91,10 @@ void touch(const char* p, size_t len) {
 
 // One mapped segment: the header, the control blocks of its nlocal inbound rings, the rings'
 // data, the staging. Its pages are all taken when it is made, so that a /dev/shm without room
-// for them fails there; then the rings' data pages past each ring's head are given back. A ring
-// takes them again when its writer first uses it (ShmStream), so a host holds the rings of the
-// pairs its algorithms use (O(log n) per rank), not one per pair of local ranks.
+// for them fails there; once every local rank holds its whole segment (the host's whole layout
+// fits), the rings' data pages past each ring's head are given back (releaseRings). A ring takes
+// them again when its writer first uses it (ShmStream), so a host holds the rings of the pairs
+// its algorithms use (O(log n) per rank), not one per pair of local ranks.
 class ShmSegment {
  public:
   ~ShmSegment() {
@@ -167,21 +168,26 @@ class ShmSegment {
       touch(s->base_, size);
       e = 0;
     }
-    for (uint32_t i = 0; i < nlocal && e == 0 && s->lazyRings_; ++i) {
-      // The rings' pages past their heads go back to the tmpfs until their writers first use
-      // them; a head stays, for an abort frame where the rest cannot be had (ringHeadBytes).
-      const size_t from = rings + i * o.ringBytes + ringHeadBytes(o);
-      if (create && from < rings + (i + 1) * o.ringBytes &&
-          fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from),
-                    static_cast<off_t>(rings + (i + 1) * o.ringBytes - from)) != 0)
-        COLLIE_INFO(kLogInit, "shm: the rings of %s keep their pages: %s", name.c_str(),
-                    strerror(errno));
+    for (uint32_t i = 0; i < nlocal && e == 0 && s->lazyRings_; ++i)
       e = populate(s->ringData(i), ringHeadBytes(o));
-    }
     if (e == 0) e = populate(s->base_ + staging, size - staging);
     if (e != 0) return fail(errnoStatus("populating shm segment " + name, e));
     close(fd);
     return s;
+  }
+  // The owner, once every local rank holds its whole segment: the rings' pages past their
+  // heads go back to the tmpfs until their writers first use them; a head stays, for an abort
+  // frame where the rest cannot be had (ringHeadBytes). Not before: a rank whose rings were
+  // given back already would leave room that the host's layout needs later, and a /dev/shm
+  // that holds the segments only so would admit a host whose calls then run out of it.
+  void releaseRings() {
+    const size_t head = ringHeadBytes(o_);
+    for (uint32_t i = 0; i < nlocal_ && lazyRings_ && head < o_.ringBytes; ++i) {
+      if (madvise(ringData(i) + head, o_.ringBytes - head, MADV_REMOVE) != 0) {
+        COLLIE_INFO(kLogInit, "shm: the rings keep their pages: %s", strerror(errno));
+        return;
+      }
+    }
   }
   // Ring i's data into this process's page tables, its pages taken where the tmpfs has not
   // given them yet: 0, or an errno (ENOSPC: /dev/shm has no room for them).
@@ -434,6 +440,16 @@ Status ShmTransport::mapPeers(const std::vector<std::string>& names) {
   }
   return Status::ok();
 }
+
+bool shmPopulatesOnDemand() {
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  const bool can = populate(static_cast<char*>(p), 4096) == 0;
+  munmap(p, 4096);
+  return can;
+}
+
+void ShmTransport::releaseRingPages() { own_->releaseRings(); }
 
 void ShmTransport::unlinkOwn() {
   if (linked_) shm_unlink(name_.c_str());

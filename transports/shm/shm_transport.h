@@ -49,6 +49,9 @@ class ShmTransport : public Transport {
   const std::string& segmentName() const { return name_; }
   // Maps the peers' segments (names[i] belongs to localRanks[i]).
   Status mapPeers(const std::vector<std::string>& names);
+  // Every local rank holds its whole segment: this one's rings give their pages past their heads
+  // back until first used (the room the host needs was there at once, so it is there later).
+  void releaseRingPages();
   // Every local rank has mapped this segment: remove its name.
   void unlinkOwn();
   // One connection per local peer (index by rank in the returned map's slots).
@@ -75,6 +78,10 @@ class ShmTransport : public Transport {
   std::vector<std::unique_ptr<ShmSegment>> peers_;  // by local index; null for this rank
   std::unique_ptr<ShmDoorbell> doorbell_;
 };
+
+// Whether this kernel puts a shared mapping's pages in place on demand (MADV_POPULATE_WRITE,
+// Linux 5.14): where it cannot, a segment's rings keep their pages from setup on.
+bool shmPopulatesOnDemand();
 
 // Segment names of a communicator start with this, so tests can check none is left behind.
 constexpr const char* kShmPrefix = "collie-";
