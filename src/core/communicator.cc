@@ -532,8 +532,9 @@ Status CommImpl::setUpShm(const std::vector<int>& local, const char* fallback,
   };
   // Rounds in which every local rank publishes what it got, so that all of them go on with shm
   // or give it up alike: "shm/<try>/<rank>", the name of the segment it made (names start with
-  // '/'), and "shmmapped/<rank>", whether it mapped its peers' segments.
-  std::vector<std::string> names, mapped, freed;
+  // '/'), "shmshrink/<try>/<rank>", after a try without room, whether its sizes may shrink, and
+  // "shmmapped/<rank>", whether it mapped its peers' segments.
+  std::vector<std::string> names, mapped, freed, votes;
   Status refused;
   ShmOptions so = want;
   for (int shrink = 0;; ++shrink) {
@@ -545,7 +546,12 @@ Status CommImpl::setUpShm(const std::vector<int>& local, const char* fallback,
     COLLIE_RETURN_IF_ERROR(exchangeLocal("shm/" + round,
                                          shm_ ? shm_->segmentName() : shmRefusal(made.status()),
                                          local, deadline, &names));
-    if (!(shrinkable && shrink < kShmShrinks && std::any_of(names.begin(), names.end(), noRoom)))
+    if (shrink >= kShmShrinks || std::none_of(names.begin(), names.end(), noRoom)) break;
+    // Smaller sizes only where no local rank chose its own: each decides from what all say,
+    // so that all try again or none does.
+    COLLIE_RETURN_IF_ERROR(
+        exchangeLocal("shmshrink/" + round, shrinkable ? "1" : "0", local, deadline, &votes));
+    if (!std::all_of(votes.begin(), votes.end(), [](const std::string& v) { return v == "1"; }))
       break;
     shm_.reset();
     // Every segment of this try is gone before any rank makes one of the next.
