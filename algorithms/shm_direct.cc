@@ -156,6 +156,8 @@ class ShmDirectAllReduce : public Algorithm {
   // Waits until every peer's flag (staged or reduced) reaches event.
   Status waitAll(const CollArgs& a, AlgoContext& ctx, uint64_t event, bool staged);
   Status checkPeer(const CollArgs& a, const AlgoContext& ctx, int j, uint64_t event);
+  // Peer j made the same call by another path (a Path): its settings differ from this rank's.
+  static Status otherPath(const AlgoContext& ctx, int j, uint8_t theirs, uint8_t mine);
   // The slow part of a wait on peer j, now and then: is it alive, did it abort, is time up;
   // then a back-off once the wait (begun at *start) is long.
   Status checkWait(const CollArgs& a, AlgoContext& ctx, int j, uint64_t* start);
@@ -210,11 +212,10 @@ Status ShmDirectAllReduce::checkPeer(const CollArgs& a, const AlgoContext& ctx, 
   const SlotFlags* f = flags(j, event);
   if (f->count == a.count && f->dtype == a.dtype && f->op == a.op && f->seq == ctx.seq &&
       f->coll == static_cast<uint8_t>(a.coll) && f->root == a.root) {
-    // The same call: then the same path, as every rank decides it from the call alone.
+    // The same call: then the same path, as every rank decides it from the call and the
+    // settings, which must agree.
     if (f->path != flags(ctx.rank, event)->path)
-      return internalError("peer rank " + std::to_string(j) + " took another shared-memory path (" +
-                           std::to_string(f->path) + ", this rank " +
-                           std::to_string(flags(ctx.rank, event)->path) + ") in " + ctx.opName);
+      return otherPath(ctx, j, f->path, flags(ctx.rank, event)->path);
     return Status::ok();
   }
   FrameTag mine = ctx.tagFor(a, 0, kShmDirectId), theirs = mine;
@@ -229,6 +230,21 @@ Status ShmDirectAllReduce::checkPeer(const CollArgs& a, const AlgoContext& ctx, 
                       describeFrameTag(mine) +
                       "; every rank must call the same collectives in the same order with the "
                       "same count, datatype and op");
+}
+
+Status ShmDirectAllReduce::otherPath(const AlgoContext& ctx, int j, uint8_t theirs, uint8_t mine) {
+  auto name = [](uint8_t p) {
+    return p == kStaged        ? "staged"
+           : p == kVote        ? "single-copy vote"
+           : p == kSingle      ? "single copy"
+           : p == kLineMessage ? "one line"
+                               : "unknown";
+  };
+  return invalidUsage("ranks disagree on how shared memory carries the same call: peer rank " +
+                      std::to_string(j) + " took the " + name(theirs) + " path, this rank the " +
+                      name(mine) + " path, in " + ctx.opName +
+                      "; COLLIE_SHM_LINE_BYTES, COLLIE_SHM_ONESHOT_BYTES, COLLIE_SHM_CMA and "
+                      "COLLIE_SHM_CMA_BYTES must be alike on every rank");
 }
 
 Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j, uint64_t* start) {
@@ -312,9 +328,7 @@ Status ShmDirectAllReduce::inOneLine(const CollArgs& a, AlgoContext& ctx) {
       if (f->staged.load(std::memory_order_acquire) == tag &&
           theirs->tag.load(std::memory_order_acquire) != tag) {
         Status s = checkPeer(a, ctx, j, e);
-        return s.isOk() ? internalError("peer rank " + std::to_string(j) +
-                                        " published its flags without its line in " + ctx.opName)
-                        : s;
+        return s.isOk() ? otherPath(ctx, j, f->path, kLineMessage) : s;
       }
     }
     if (theirs->seq != static_cast<uint32_t>(ctx.seq) || theirs->count != a.count ||

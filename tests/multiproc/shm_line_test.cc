@@ -164,6 +164,25 @@ TEST(ShmLine, ABarrierAgainstAnAllReduceFails) {
   });
 }
 
+// The same call on both ranks, but rank 0 has the line turned off: it stages the call, the other
+// sends it in its line. A misuse, named as such (it was an internal error).
+TEST(ShmLine, RanksWhoseLineSettingsDifferFailNamingTheSettings) {
+  auto out = runWorld(2, lineWorld(), [](int rank, Reporter& rep) {
+    if (rank == 0) setenv("COLLIE_SHM_LINE_BYTES", "0", 1);
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    float x[4] = {1, 2, 3, 4};
+    const collieResult_t r = collieAllReduce(x, x, 4, collieFloat32, collieSum, c, nullptr);
+    const std::string msg = collieGetLastError(c);
+    if (r != collieInvalidUsage) rep.fail("want invalid usage, got " + std::to_string(r));
+    if (msg.find("disagree") == std::string::npos ||
+        msg.find("COLLIE_SHM_LINE_BYTES") == std::string::npos)
+      rep.fail("message: " + msg);
+    collieCommAbort(c);
+  });
+  expectAllPassed(out);
+}
+
 TEST(ShmLine, RanksThatDisagreeInsideTheLineFail) { disagreeOnCount(2, 1, 4, 3); }
 TEST(ShmLine, RanksThatDisagreeInsideTheLineFailOn3Ranks) { disagreeOnCount(3, 0, 2, 12); }
 TEST(ShmLine, ARankPastTheLineWhileTheOthersAreInItFails) { disagreeOnCount(3, 2, 4, 100); }
