@@ -115,5 +115,19 @@ TEST(AliveMark, HoldGivesUpWhileAStoppedReaderHasTheMark) {
   munmap(m, sizeof(AliveMark));
 }
 
+// A reader that dies in its look, while the owner has not taken the mark yet, leaves it to the
+// next reader as a dead holder's. Once the owner holds it, it reads alive again.
+TEST(AliveMark, AReaderThatDiedInItsLookDoesNotMarkTheOwnerDeadOnceItHolds) {
+  AliveMark* m = sharedMark();
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(inChild([m] { return pthread_mutex_trylock(&m->mutex) == 0 ? 0 : 1; }), 0);
+  EXPECT_TRUE(m->holderDied()) << "the mark of a dead holder, the reader";
+  ASSERT_TRUE(m->hold(1000));
+  EXPECT_FALSE(m->holderDied()) << "held by the owner, alive";
+  EXPECT_EQ(inChild([m] { return m->holderDied() ? 1 : 0; }), 0);
+  m->release();
+  munmap(m, sizeof(AliveMark));
+}
+
 }  // namespace
 }  // namespace collie

@@ -37,18 +37,23 @@ struct AliveMark {
     if (timeoutMs <= 0) {
       r = pthread_mutex_trylock(&mutex);
     } else {
+      // Against the monotonic clock: a wall clock set back while the owner waits would stretch
+      // the wait by as much.
       timespec until;
-      clock_gettime(CLOCK_REALTIME, &until);
+      clock_gettime(CLOCK_MONOTONIC, &until);
       until.tv_sec += static_cast<time_t>(timeoutMs / 1000);
       until.tv_nsec += static_cast<long>(timeoutMs % 1000) * 1000000L;
       if (until.tv_nsec >= 1000000000L) {
         until.tv_sec += 1;
         until.tv_nsec -= 1000000000L;
       }
-      r = pthread_mutex_timedlock(&mutex, &until);
+      r = pthread_mutex_clocklock(&mutex, CLOCK_MONOTONIC, &until);
     }
     // A reader that died while it looked left the mark on a live owner: mend it.
     if (r == EOWNERDEAD) r = pthread_mutex_consistent(&mutex);
+    // The holder now is alive: a reader that found the mark left by such a dead reader took it
+    // for the owner's death.
+    if (r == 0) died.store(0, std::memory_order_release);
     return r == 0;
   }
   void release() { pthread_mutex_unlock(&mutex); }
