@@ -431,7 +431,7 @@ int silentListener(int port) {
 // connections and never answers: rank 0 serves on the third, and the others find it there.
 // Before, rank 0 failed to bind, and the others waited out the connect deadline.
 // A job id (from base) whose first two derived store ports this process now holds with silent
-// listeners (their fds in held); "" where none could be found.
+// listeners (their fds in held), and whose third was free; "" where none could be found.
 std::string jobWithTwoPortsHeld(int base, std::vector<int>* held) {
   for (int i = 0; i < 100; ++i) {
     for (int fd : *held) close(fd);
@@ -443,7 +443,12 @@ std::string jobWithTwoPortsHeld(int base, std::vector<int>* held) {
       if (fd < 0) break;
       held->push_back(fd);
     }
-    if (held->size() == 2) return job;
+    // And the third free, for the store: a port in use elsewhere would move it on.
+    const int third = held->size() == 2 ? silentListener(ports[2]) : -1;
+    if (third >= 0) {
+      close(third);
+      return job;
+    }
   }
   return "";
 }
