@@ -29,6 +29,12 @@
 
 namespace collie {
 
+// Why a rank's store or its claim is taken where a program makes a second communicator from what
+// made one still alive.
+constexpr const char* kSecondFromOneEnvironment =
+    "a communicator made from the same environment or unique id is still alive in this job: "
+    "another one at the same time needs a MASTER_PORT of its own, or a new collieGetUniqueId";
+
 // ---- WorkState ----------------------------------------------------------------------------
 
 void WorkState::finish(Status s) {
@@ -179,6 +185,16 @@ Status CommImpl::init(BootstrapInfo info) {
                            " is not a backend of this build (" + kBuildBackends + ")");
   device_.reset(new DeviceState());
 
+  // A communicator of this job made from the same environment is alive here: its store has the
+  // port, and this one's would move to another derived port (or fail to bind) while the other
+  // ranks find the first one's. Said at once, on rank 0; the others find their claim taken.
+  for (const SockAddr& a :
+       info.storeChoices.empty() ? std::vector<SockAddr>{info.storeAddr} : info.storeChoices) {
+    if (info.serveStore && !info.server &&
+        StoreServer::servesInThisProcess(a.port(), info.auth.commId))
+      return invalidUsage(where + ": " + kSecondFromOneEnvironment + " (its store serves on port " +
+                          std::to_string(a.port()) + ")");
+  }
   if (info.server) {
     server_ = std::move(info.server);
   } else if (info.serveStore && !info.storeChoices.empty()) {
@@ -228,7 +244,8 @@ Status CommImpl::init(BootstrapInfo info) {
   if (!claim.isOk()) return claim.status().withContext(where);
   if (claim.value() > 1)
     return invalidUsage(where + ": two processes claim rank " + std::to_string(rank_) +
-                        "; every rank must be unique (check RANK / the rank argument)");
+                        "; every rank must be unique (check RANK / the rank argument), or " +
+                        kSecondFromOneEnvironment);
 
   Identity id;
   memcpy(id.secret, info.auth.secret, 16);

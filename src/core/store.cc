@@ -46,6 +46,24 @@ void guardForks() {
                    [] { serverWorkMu().unlock(); });
   });
 }
+// The servers of this process, by the port they serve on and their job (commId): where a
+// communicator is made twice from one environment, its second store would find the port taken
+// by the first one's.
+std::mutex& liveServersMu() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<std::pair<int, uint64_t>>& liveServers() {
+  static std::vector<std::pair<int, uint64_t>> live;
+  return live;
+}
+void forgetServer(int port, uint64_t commId) {
+  std::lock_guard<std::mutex> l(liveServersMu());
+  auto& live = liveServers();
+  auto it = std::find(live.begin(), live.end(), std::make_pair(port, commId));
+  if (it != live.end()) live.erase(it);
+}
+
 enum Code : uint8_t { kOk = 0, kNotFound = 1 };
 
 struct StoreHello {
@@ -266,6 +284,10 @@ StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(SockAddr bindAddr,
   if (s->wakeFd_ < 0) return errnoStatus("eventfd", errno);
   COLLIE_INFO(kLogStore, "store serving on %s", s->addr_.toString().c_str());
   s->ownerPid_ = getpid();
+  {
+    std::lock_guard<std::mutex> l(liveServersMu());
+    liveServers().emplace_back(s->addr_.port(), auth.commId);
+  }
   guardForks();
   // Return only once the thread runs its loop, so that a fork right after start() never
   // catches it half-born.
@@ -279,7 +301,14 @@ StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(SockAddr bindAddr,
 
 bool StoreServer::ownedByThisProcess() const { return ownerPid_ == getpid(); }
 
+bool StoreServer::servesInThisProcess(int port, uint64_t commId) {
+  std::lock_guard<std::mutex> l(liveServersMu());
+  const auto& live = liveServers();
+  return std::find(live.begin(), live.end(), std::make_pair(port, commId)) != live.end();
+}
+
 void StoreServer::stop() {
+  if (impl_ && ownerPid_ >= 0) forgetServer(addr_.port(), impl_->auth.commId);
   if (thread_.joinable() && !ownedByThisProcess()) {
     // A forked copy: the thread lives in the parent only; leave the parent's sockets alone.
     thread_.detach();

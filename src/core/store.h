@@ -60,6 +60,8 @@ class StoreServer {
   const SockAddr& address() const { return addr_; }
   // True in the process that started it (a forked child holds a copy without the thread).
   bool ownedByThisProcess() const;
+  // Whether a server of this process, not stopped yet, serves job commId on port.
+  static bool servesInThisProcess(int port, uint64_t commId);
   void stop();
 
  private:

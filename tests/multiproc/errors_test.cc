@@ -412,6 +412,37 @@ TEST(EnvInit, MpirunStyleEnvironmentOnOneHost) {
   expectAllPassed(out);
 }
 
+// A second communicator from the environment that made one still alive: every rank fails at
+// once saying why, under mpirun-style and torchrun-style variables alike. Before, under
+// mpirun, rank 0 served the second store on the next derived port while the others found the
+// first one's, and it waited out the rendezvous deadline ("ranks never arrived").
+TEST(EnvInit, ASecondCommunicatorFromOneEnvironmentFailsOnEveryRankSayingWhy) {
+  for (bool mpirun : {true, false}) {
+    SCOPED_TRACE(mpirun ? "mpirun-style" : "torchrun-style");
+    WorldOptions opt;
+    opt.setRankEnv = !mpirun;
+    opt.env = {{"COLLIE_CONNECT_TIMEOUT_MS", "20000"}};
+    const std::string job = std::to_string(4000000 + getpid());
+    auto out = runWorld(3, opt, [job, mpirun](int rank, Reporter& rep) {
+      if (mpirun) mpirunStyleEnv(job, rank, 3);
+      collieComm_t first = nullptr, second = nullptr;
+      if (collieCommInitFromEnv(&first) != collieSuccess)
+        return rep.fail(std::string("first: ") + collieGetLastError(nullptr));
+      const collieResult_t r = collieCommInitFromEnv(&second);
+      const std::string msg = collieGetLastError(nullptr);
+      if (r != collieInvalidUsage) rep.fail("want invalid usage, got " + std::to_string(r));
+      if (msg.find("made from the same environment") == std::string::npos)
+        rep.fail("message: " + msg);
+      int64_t v = rank;
+      if (collieAllReduce(&v, &v, 1, collieInt64, collieSum, first, nullptr) != collieSuccess ||
+          v != 3)
+        rep.fail("the first communicator after the second failed");
+      collieCommDestroy(first);
+    });
+    expectAllPassed(out);
+  }
+}
+
 // A listener on 127.0.0.1:port that never accepts nor answers; -1 where the port is taken.
 int silentListener(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
