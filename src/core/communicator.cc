@@ -575,7 +575,8 @@ Status CommImpl::setUpShm(const std::vector<int>& local, const char* fallback,
     COLLIE_RETURN_IF_ERROR(exchangeLocal("shmfreed/" + round, "1", local, deadline, &freed));
   }
   if (shmRefused(names, local, fallback, deadline, &refused)) return refused;
-  // Every local rank holds its whole segment now: the host has room for the whole layout.
+  // Every local rank holds its whole segment now: the host has room for the whole layout. No
+  // peer writes into this rank's rings before it has published "shmmapped" below.
   shm_->releaseRingPages();
   if (so.ringBytes != want.ringBytes)
     COLLIE_WARN(kLogInit,
