@@ -405,25 +405,38 @@ Status CommImpl::setUpBackend(const std::string& backend, const std::vector<std:
 }
 
 Status CommImpl::probeNetwork(bool network) {
-  if (nranks_ < 2 || !network || params().getInt("COLLIE_TUNER_PROBE") == 0 ||
-      !params().getString("COLLIE_TUNER_LINKS").empty())
-    return Status::ok();
-  // Large enough that the rate, not the latency, sets its time on a fast link; a few ms at
-  // 1 Gbit/s.
-  constexpr size_t kBigBytes = 512 << 10;
-  CollArgs probe;
-  AlgoContext ctx = context(probe);
-  ctx.opName = "the link probe";
-  COLLIE_ASSIGN_OR_RETURN(LinkProbe p, probeRingLinks(ctx, kBigBytes));
+  if (nranks_ < 2 || !network) return Status::ok();  // one host: the same links on every rank
+  const bool probe = params().getInt("COLLIE_TUNER_PROBE") != 0 &&
+                     params().getString("COLLIE_TUNER_LINKS").empty();
+  if (probe) {
+    // Large enough that the rate, not the latency, sets its time on a fast link; a few ms at
+    // 1 Gbit/s.
+    constexpr size_t kBigBytes = 512 << 10;
+    CollArgs args;
+    AlgoContext ctx = context(args);
+    ctx.opName = "the link probe";
+    COLLIE_ASSIGN_OR_RETURN(LinkProbe p, probeRingLinks(ctx, kBigBytes));
+    link_.alphaUs = std::min(std::max(p.alphaUs, 0.5), 1e5);
+    link_.betaGBps = std::min(std::max(p.betaGBps, 0.01), 1e3);
+    if (!shm_) localLink_ = link_;
+  }
   // Every rank must pick the same algorithm for a call: all take the slowest figures any rank
-  // measured, the step time and the inverse rate.
-  double v[2] = {p.alphaUs, 1.0 / p.betaGBps};
-  COLLIE_RETURN_IF_ERROR(agreeOnMax(v, 2, "the link probe"));
-  link_.alphaUs = std::min(std::max(v[0], 0.5), 1e5);
-  link_.betaGBps = std::min(std::max(1.0 / v[1], 0.01), 1e3);
-  if (!shm_) localLink_ = link_;
-  COLLIE_INFO(kLogInit, "rank %d: network measured at init: %.1f us per step, %.3f GB/s per link",
-              rank_, link_.alphaUs, link_.betaGBps);
+  // has, measured or not. The ranks' own differ where hosts differ: a rank alone on its host
+  // has no shm, and its local link was the network's (5 ranks on hosts of 2, 2 and 1: the rank
+  // alone took tree for a 1-byte AllReduce, the others hierarchical).
+  double v[6] = {link_.alphaUs,      1.0 / link_.betaGBps,      1.0 / link_.reduceGBps,
+                 localLink_.alphaUs, 1.0 / localLink_.betaGBps, 1.0 / localLink_.reduceGBps};
+  COLLIE_RETURN_IF_ERROR(agreeOnMax(v, 6, probe ? "the link probe" : "the tuner's link figures"));
+  auto agreed = [](const double* f, LinkModel* m) {
+    m->alphaUs = f[0];
+    m->betaGBps = 1.0 / f[1];
+    m->reduceGBps = 1.0 / f[2];
+  };
+  agreed(v, &link_);
+  agreed(v + 3, &localLink_);
+  if (probe)
+    COLLIE_INFO(kLogInit, "rank %d: network measured at init: %.1f us per step, %.3f GB/s per link",
+                rank_, link_.alphaUs, link_.betaGBps);
   return Status::ok();
 }
 

@@ -71,7 +71,9 @@ INSTANTIATE_TEST_SUITE_P(
         MatrixCase{"tcp_rd_n4", 4, "tcp", 1, "recursive_doubling"},
         MatrixCase{"shm_rd_n7", 7, "shm", 1, "recursive_doubling"},
         MatrixCase{"mixed_2x2", 4, "", 2, ""}, MatrixCase{"mixed_5_on_2", 5, "", 2, ""},
-        MatrixCase{"tcp_tree_n2", 2, "tcp", 1, "tree"},
+        // Rank 2 alone on its host, without shm: its links differ from the others', yet every
+        // rank must pick the same algorithm (the tuner's model and its trials).
+        MatrixCase{"mixed_5_on_3", 5, "", 3, ""}, MatrixCase{"tcp_tree_n2", 2, "tcp", 1, "tree"},
         MatrixCase{"shm_tree_n3", 3, "shm", 1, "tree"},
         MatrixCase{"tcp_tree_n5", 5, "tcp", 1, "tree"},
         MatrixCase{"shm_tree_n8", 8, "shm", 1, "tree"},
