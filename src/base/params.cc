@@ -1,6 +1,8 @@
 // Declarations and parsing of the COLLIE_* environment parameters.
 #include "src/base/params.h"
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,8 +15,9 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_DEBUG_SUBSYS", "ALL", "comma list of log subsystems: INIT,NET,COLL,STORE,ALL"},
       {"COLLIE_DEBUG_FILE", "", "log to this file instead of stderr (%h host, %p pid)"},
       {"COLLIE_TIMEOUT_MS", "300000",
-       "deadline of every blocking wait (rendezvous, connect, each collective), ms"},
-      {"COLLIE_CONNECT_TIMEOUT_MS", "", "deadline of init rendezvous; COLLIE_TIMEOUT_MS if unset"},
+       "deadline of every blocking wait (rendezvous, connect, each collective), ms", 1},
+      {"COLLIE_CONNECT_TIMEOUT_MS", "", "deadline of init rendezvous; COLLIE_TIMEOUT_MS if unset",
+       1},
       {"COLLIE_SOCKET_IFNAME", "",
        "interface (or prefix, ^ to exclude) whose address ranks listen on and advertise"},
       {"COLLIE_NSOCKS", "0",
@@ -50,11 +53,11 @@ static const std::vector<ParamInfo>& table() {
        "restrict transports: comma list of tcp, shm, ucx (listing ucx forces it where shm is not "
        "listed or cannot reach)"},
       {"COLLIE_SHM_RING_BYTES", "1M",
-       "shared-memory ring per peer and direction, bytes (unset: shrinks to fit /dev/shm)"},
+       "shared-memory ring per peer and direction, bytes (unset: shrinks to fit /dev/shm)", 4096},
       {"COLLIE_SHM_STAGING_BYTES", "4M",
        "shared-memory staging buffer per rank (three slots), bytes (unset: shrinks with the "
        "rings)"},
-      {"COLLIE_SHM_CHUNK_BYTES", "512K", "pipeline chunk of the shm_direct AllReduce, bytes"},
+      {"COLLIE_SHM_CHUNK_BYTES", "512K", "pipeline chunk of the shm_direct AllReduce, bytes", 4096},
       {"COLLIE_SHM_STREAM_BYTES", "8M",
        "out-of-place shm_direct outputs this large are written with streaming stores"},
       {"COLLIE_SHM_ONESHOT_BYTES", "32K", "largest AllReduce shm_direct does in one shot, bytes"},
@@ -98,8 +101,9 @@ std::string Params::getString(const char* name) const {
 static bool parseInt(const std::string& s, int64_t* out) {
   if (s.empty()) return false;
   char* end = nullptr;
+  errno = 0;
   long long v = strtoll(s.c_str(), &end, 10);
-  if (end == s.c_str()) return false;
+  if (end == s.c_str() || errno == ERANGE) return false;
   int64_t mult = 1;
   if (*end == 'K' || *end == 'k')
     mult = 1024, ++end;
@@ -107,7 +111,7 @@ static bool parseInt(const std::string& s, int64_t* out) {
     mult = 1024 * 1024, ++end;
   else if (*end == 'G' || *end == 'g')
     mult = 1024LL * 1024 * 1024, ++end;
-  if (*end != '\0') return false;
+  if (*end != '\0' || v > INT64_MAX / mult || v < INT64_MIN / mult) return false;
   *out = v * mult;
   return true;
 }
@@ -115,11 +119,17 @@ static bool parseInt(const std::string& s, int64_t* out) {
 int64_t Params::getInt(const char* name) const {
   int64_t v = 0;
   const char* env = getenv(name);
-  if (env != nullptr && parseInt(env, &v)) return v;
   const ParamInfo* p = find(name);
-  if (env != nullptr && *env != '\0')
+  const int64_t least = p ? p->least : INT64_MIN;
+  const bool parsed = env != nullptr && parseInt(env, &v);
+  if (parsed && v >= least) return v;
+  const char* fallback = p == nullptr ? "0" : *p->defaultValue ? p->defaultValue : "(unset)";
+  if (parsed)
+    fprintf(stderr, "COLLIE WARN: %s=%s is below its least value %lld; using the default %s\n",
+            name, env, static_cast<long long>(least), fallback);
+  else if (env != nullptr && *env != '\0')
     fprintf(stderr, "COLLIE WARN: %s=%s is not a number; using the default %s\n", name, env,
-            p ? p->defaultValue : "0");
+            fallback);
   if (p && parseInt(p->defaultValue, &v)) return v;
   return 0;
 }

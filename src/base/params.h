@@ -14,6 +14,9 @@ struct ParamInfo {
   const char* name;
   const char* defaultValue;
   const char* description;
+  // Integers below this are refused like values that do not parse (a negative deadline would
+  // be none, an empty ring would take no message).
+  int64_t least = INT64_MIN;
 };
 
 class Params {
@@ -21,7 +24,7 @@ class Params {
   const std::vector<ParamInfo>& all() const;
   std::string getString(const char* name) const;
   // Parses an integer with optional K/M/G suffix (powers of 1024); falls back to the default
-  // (with a WARN) when the value does not parse.
+  // (with a WARN) when the value does not parse, overflows or is below the parameter's least.
   int64_t getInt(const char* name) const;
 };
 

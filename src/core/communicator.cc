@@ -136,9 +136,11 @@ Status CommImpl::init(BootstrapInfo info) {
   nranks_ = info.nranks;
   logSetRank(rank_);
   timeoutMs_ = params().getInt("COLLIE_TIMEOUT_MS");
+  // Unset, or refused (params warns): the deadline of every wait.
   int64_t connectMs = getenv("COLLIE_CONNECT_TIMEOUT_MS")
                           ? params().getInt("COLLIE_CONNECT_TIMEOUT_MS")
                           : timeoutMs_;
+  if (connectMs < 1) connectMs = timeoutMs_;
   chunkBytes_ = static_cast<size_t>(std::max<int64_t>(4096, params().getInt("COLLIE_CHUNK_BYTES")));
   // Which init failed, and where its store is: set again once the store is found.
   auto describe = [&] {
