@@ -237,6 +237,7 @@ Status CommImpl::init(BootstrapInfo info) {
                    : TcpStore::connectAny(info.storeChoices, info.auth, deadline);
   if (!store.isOk()) return store.status().withContext(where);
   store_ = store.take();
+  store_->setRequestTimeoutMs(timeoutMs_);
   if (!info.storeChoices.empty()) {
     info.storeAddr = store_->server();  // the derived port it answered on
     where = describe();

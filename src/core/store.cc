@@ -523,7 +523,7 @@ StatusOr<std::string> TcpStore::call(uint8_t cmd, const std::string& key, const 
 
 Status TcpStore::set(const std::string& key, const std::string& value) {
   uint8_t code = 0;
-  return call(kSet, key, value, 0, Deadline::afterMs(60000), &code).status();
+  return call(kSet, key, value, 0, Deadline::afterMs(requestMs_), &code).status();
 }
 
 StatusOr<std::string> TcpStore::get(const std::string& key, const Deadline& deadline) {
@@ -538,7 +538,7 @@ StatusOr<std::string> TcpStore::get(const std::string& key, const Deadline& dead
 
 StatusOr<int64_t> TcpStore::add(const std::string& key, int64_t delta) {
   uint8_t code = 0;
-  auto r = call(kAdd, key, "", delta, Deadline::afterMs(60000), &code);
+  auto r = call(kAdd, key, "", delta, Deadline::afterMs(requestMs_), &code);
   if (!r.isOk()) return r.status();
   return static_cast<int64_t>(strtoll(r.value().c_str(), nullptr, 10));
 }
@@ -551,7 +551,12 @@ Status TcpStore::wait(const std::vector<std::string>& keys, const Deadline& dead
   int sleepMs = 1;
   for (;;) {
     uint8_t code = 0;
-    auto c = call(kCheck, joinLines(miss), "", 0, Deadline::afterMs(10000), &code);
+    // A look answers at once from a live store: it may take until the wait's deadline, and
+    // no longer than any request.
+    auto c = call(
+        kCheck, joinLines(miss), "", 0,
+        Deadline::afterMs(std::min(requestMs_, std::max<int64_t>(deadline.remainingMs(), 100))),
+        &code);
     if (!c.isOk()) {
       if (missing) *missing = miss;
       return c.status();

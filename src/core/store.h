@@ -92,6 +92,9 @@ class TcpStore : public Store {
               std::vector<std::string>* missing) override;
   // Where the store serves (of connectAny's choices, the one that answered).
   const SockAddr& server() const { return server_; }
+  // How long a request without a deadline of its own (set, add, one look of wait) may take
+  // before the store counts as lost: the communicator's deadline (COLLIE_TIMEOUT_MS).
+  void setRequestTimeoutMs(int64_t ms) { requestMs_ = ms; }
 
  private:
   TcpStore() = default;
@@ -103,6 +106,7 @@ class TcpStore : public Store {
                              int64_t arg, const Deadline& deadline, uint8_t* replyCode);
   std::mutex mu_;
   int fd_ = -1;  // guarded by mu_
+  int64_t requestMs_ = 60000;
   SockAddr server_;
 };
 

@@ -1,16 +1,17 @@
 // The Store: the in-process HashStore and the TCP store server with its client, including
 // deadlines and strangers.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include "src/core/store.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <thread>
-
-#include "src/core/store.h"
 
 namespace collie {
 namespace {
@@ -109,6 +110,47 @@ TEST(TcpStore, ConnectToNobodyTimesOut) {
   close(fd);
   EXPECT_FALSE(c.isOk());
   EXPECT_EQ(c.status().code(), collieTimeout) << c.status().toString();
+}
+
+// A store whose server stops answering (its process stopped) is lost after the request
+// timeout the communicator gives its client (COLLIE_TIMEOUT_MS), not after a fixed minute.
+TEST(TcpStore, ARequestToASilentServerEndsAtTheRequestTimeout) {
+  int portPipe[2];
+  ASSERT_EQ(pipe(portPipe), 0);
+  const pid_t server = fork();
+  ASSERT_GE(server, 0);
+  if (server == 0) {
+    auto srv = StoreServer::start(loopback(), auth(6));
+    const int port = srv.isOk() ? srv.value()->address().port() : -1;
+    if (write(portPipe[1], &port, sizeof(port)) != sizeof(port)) _exit(1);
+    for (;;) pause();
+  }
+  int port = -1;
+  ASSERT_EQ(read(portPipe[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  close(portPipe[0]);
+  close(portPipe[1]);
+  ASSERT_GT(port, 0);
+  SockAddr a = loopback();
+  a.setPort(port);
+  auto c = TcpStore::connect(a, auth(6), Deadline::afterMs(2000));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  ASSERT_TRUE(c.value()->set("before", "1").isOk());
+  kill(server, SIGSTOP);
+  // In a child, so that a request that does not end cannot stop the test: it has 20 s.
+  const pid_t client = fork();
+  ASSERT_GE(client, 0);
+  if (client == 0) {
+    c.value()->setRequestTimeoutMs(300);
+    _exit(c.value()->set("during", "1").isOk() ? 1 : 0);
+  }
+  int st = -1;
+  for (int i = 0; i < 200 && waitpid(client, &st, WNOHANG) == 0; ++i) usleep(100000);
+  const bool ended = WIFEXITED(st);
+  if (!ended) kill(client, SIGKILL), waitpid(client, &st, 0);
+  kill(server, SIGKILL);
+  waitpid(server, nullptr, 0);
+  ASSERT_TRUE(ended) << "the request to the stopped server did not end within 20 s";
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "the request succeeded";
 }
 
 }  // namespace
