@@ -443,6 +443,30 @@ TEST(EnvInit, ASecondCommunicatorFromOneEnvironmentFailsOnEveryRankSayingWhy) {
   }
 }
 
+// A socket buffer under a loopback segment is raised to 64 KiB: with 4 KiB, the receiver held
+// its window back and a 1 MB transfer did not arrive within 4 s; this one would not in 20.
+TEST(Settings, ATinySocketBufferIsRaisedSoLargeTransfersFlow) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TRANSPORT", "tcp"}, {"COLLIE_SOCKET_BUFFER", "4K"},
+             {"COLLIE_NSOCKS", "1"},      {"COLLIE_ALGO", "ring"},
+             {"COLLIE_TUNER_PROBE", "0"}, {"COLLIE_TIMEOUT_MS", "20000"}};
+  auto out = runWorld(2, opt, [](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess)
+      return rep.fail(std::string("init: ") + collieGetLastError(nullptr));
+    std::vector<int32_t> v((4 << 20) + 3, rank + 1);
+    if (collieAllReduce(v.data(), v.data(), v.size(), collieInt32, collieSum, c, nullptr) !=
+        collieSuccess)
+      return rep.fail(collieGetLastError(c));
+    if (v.front() != 3 || v.back() != 3) rep.fail("wrong sum");
+    collieCommDestroy(c);
+  });
+  expectAllPassed(out);
+  for (const RankOutcome& r : out)
+    EXPECT_NE(r.output.find("COLLIE_SOCKET_BUFFER=4096 is under the least"), std::string::npos)
+        << r.output;
+}
+
 // A listener on 127.0.0.1:port that never accepts nor answers; -1 where the port is taken.
 int silentListener(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
