@@ -248,8 +248,15 @@ Status ShmDirectAllReduce::otherPath(const AlgoContext& ctx, int j, uint8_t thei
 }
 
 Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j, uint64_t* start) {
-  bool progressed = false;
-  COLLIE_RETURN_IF_ERROR(ctx.conns[j]->progress(&progressed));
+  // Every peer, not only j: one that runs this call by a message algorithm (COLLIE_ALGO or the
+  // settings differ) sends frames, to whichever peer its schedule names, and waits for ours.
+  const FrameTag mine = ctx.tagFor(a, 0, kShmDirectId);
+  for (int p = 0; p < ctx.nranks; ++p) {
+    if (ctx.conns[p] == nullptr) continue;
+    bool progressed = false;
+    COLLIE_RETURN_IF_ERROR(ctx.conns[p]->progress(&progressed));
+    COLLIE_RETURN_IF_ERROR(ctx.conns[p]->checkEarlyFrame(mine));
+  }
   const uint64_t now = nowNs();
   if (*start == 0) *start = now;
   if (ctx.abortFlag != nullptr && ctx.abortFlag->load(std::memory_order_relaxed))

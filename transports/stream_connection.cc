@@ -392,6 +392,17 @@ void StreamConnection::appendPollFds(std::vector<pollfd>* fds) const {
   }
 }
 
+Status StreamConnection::checkEarlyFrame(const FrameTag& mine) const {
+  // A header stashed with no receive posted (progressRecv). One of a later call is no sign:
+  // a peer done with this call may have begun the next.
+  for (const auto& s : socks_) {
+    if (s.hdrGot == sizeof(FrameHeader) && s.recvs.empty() && s.hdr.magic == kFrameMagic &&
+        s.hdr.commId == commId_ && s.hdr.seq == mine.seq)
+      return checkFrame(s.hdr, commId_, mine, s.hdr.len, peer_);
+  }
+  return Status::ok();
+}
+
 bool StreamConnection::hasPending() const {
   for (const auto& s : socks_)
     if (!s.sends.empty() || !s.recvs.empty()) return true;

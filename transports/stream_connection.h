@@ -75,6 +75,7 @@ class StreamConnection : public Connection {
   void appendPollFds(std::vector<pollfd>* fds) const override;
   void sendAbort(const std::string& reason) override;
   bool hasPending() const override;
+  Status checkEarlyFrame(const FrameTag& mine) const override;
   void linger(const Deadline& deadline) override;
   void* peerBuffer() override { return peerBuf_; }
   void* localBuffer() override { return localBuf_; }

@@ -3,14 +3,14 @@
 // frames to and from one peer asynchronously; algorithms see nothing but Connections.
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <poll.h>
 
 #include "src/base/status.h"
 #include "src/base/time.h"
@@ -65,6 +65,9 @@ class Connection {
   virtual void* localBuffer() { return nullptr; }
   virtual size_t peerBufferBytes() const { return 0; }
   virtual bool hasPending() const = 0;
+  // An error where a frame of the call tagged mine came while this rank runs that call without
+  // messages (through shared memory): the peer runs it by another algorithm.
+  virtual Status checkEarlyFrame(const FrameTag& mine) const { return Status::ok(); }
   // Before destruction after an abort: give the peer time to read it (bounded).
   virtual void linger(const Deadline& deadline) {}
 };

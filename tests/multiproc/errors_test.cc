@@ -443,6 +443,38 @@ TEST(EnvInit, ASecondCommunicatorFromOneEnvironmentFailsOnEveryRankSayingWhy) {
   }
 }
 
+// Ranks that run one call by different algorithms (collieCommSetAlgorithm, COLLIE_ALGO) fail
+// on every rank with the reason, also where some run it through shared memory without
+// messages: before, the shm_direct ranks waited for flags and the others for frames until the
+// deadline.
+TEST(Errors, RanksThatRunACallByDifferentAlgorithmsFailSayingSo) {
+  struct Case {
+    const char* transport;
+    const char* most;  // ranks 0 and 1
+    const char* last;  // rank 2
+  };
+  for (const Case& k : {Case{"shm", "shm_direct", "ring"}, Case{"shm", "ring", "shm_direct"},
+                        Case{"tcp", "ring", "tree"}}) {
+    SCOPED_TRACE(std::string(k.transport) + ": " + k.most + " against " + k.last);
+    WorldOptions opt;
+    opt.env = {{"COLLIE_TRANSPORT", k.transport}, {"COLLIE_TIMEOUT_MS", "20000"}};
+    auto out = runWorld(3, opt, [k](int rank, Reporter& rep) {
+      collieComm_t c = nullptr;
+      if (collieCommInitFromEnv(&c) != collieSuccess)
+        return rep.fail(std::string("init: ") + collieGetLastError(nullptr));
+      collieCommSetAlgorithm(c, rank == 2 ? k.last : k.most);
+      std::vector<int32_t> v(1000, rank);
+      if (collieAllReduce(v.data(), v.data(), v.size(), collieInt32, collieSum, c, nullptr) ==
+          collieSuccess)
+        return rep.fail("succeeded");
+      const std::string msg = collieGetLastError(c);
+      if (msg.find("disagree") == std::string::npos) rep.fail("message: " + msg);
+      collieCommAbort(c);
+    });
+    expectAllPassed(out);
+  }
+}
+
 // A socket buffer under a loopback segment is raised to 64 KiB: with 4 KiB, the receiver held
 // its window back and a 1 MB transfer did not arrive within 4 s; this one would not in 20.
 TEST(Settings, ATinySocketBufferIsRaisedSoLargeTransfersFlow) {
