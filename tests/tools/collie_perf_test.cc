@@ -355,6 +355,12 @@ TEST(ColliePerf, AlgoAllPrintsATablePerAlgorithm) {
       contains(rs.out, "# algorithm recursive_doubling does not run reduce_scatter here: skipped"))
       << rs.out;
   EXPECT_TRUE(contains(rs.out, "# Algorithm: ring")) << rs.out;
+  // The same algorithm asked for alone: nothing measured, an error.
+  Outcome alone = runPerf(2, "reduce_scatter -b 64 -e 4K -f 8 -n 2 --algo recursive_doubling");
+  EXPECT_EQ(alone.exitCode, 1) << alone.out;
+  EXPECT_TRUE(
+      contains(alone.out, "# algorithm recursive_doubling does not run reduce_scatter here"))
+      << alone.out;
 }
 
 TEST(ColliePerf, EveryCollectiveIsCheckedWithItsBusFactor) {
