@@ -185,6 +185,10 @@ Status CommImpl::init(BootstrapInfo info) {
   if (backend != "collie" && !(backend == "nccl" && kHaveNccl))
     return invalidArgument(where + ": COLLIE_BACKEND=" + backend +
                            " is not a backend of this build (" + kBuildBackends + ")");
+  // Read by shm_direct at its first large AllReduce: refused here, before any call.
+  const std::string cma = params().getString("COLLIE_SHM_CMA");
+  if (cma != "auto" && cma != "on" && cma != "off")
+    return invalidArgument(where + ": COLLIE_SHM_CMA=" + cma + " is not auto, on or off");
   device_.reset(new DeviceState());
 
   // A communicator of this job made from the same environment is alive here: its store has the

@@ -344,11 +344,14 @@ TEST(EnvInit, ARankLogsAtItsOwnLevelAfterItsParentLogged) {
   expectAllPassed(out);
 }
 
+// Also a setting read only at the first call that needs it (before, COLLIE_SHM_CMA was refused
+// at the first large AllReduce, which then failed the communicator).
 TEST(EnvInit, UnknownAlgorithmOrTransportIsRejectedAtInit) {
   for (auto kv :
        std::vector<std::pair<std::string, std::string>>{{"COLLIE_ALGO", "bogus"},
                                                         {"COLLIE_TRANSPORT", kNotATransport},
-                                                        {"COLLIE_BACKEND", "bogus"}}) {
+                                                        {"COLLIE_BACKEND", "bogus"},
+                                                        {"COLLIE_SHM_CMA", "bogus"}}) {
     WorldOptions opt;
     opt.env = {kv};
     auto out = runWorld(1, opt, [kv](int, Reporter& rep) {
