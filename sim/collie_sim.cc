@@ -38,7 +38,8 @@ void usage(FILE* out) {
   fprintf(
       out,
       "usage: collie-sim [all_reduce|reduce_scatter|all_gather|broadcast|reduce] [options]\n"
-      "  --ranks N         ranks (default 8)\n"
+      "  --ranks N         ranks (default 8, at most 4096: a ring's schedule has 2(n-1) steps\n"
+      "                    for each of n ranks, 2.5 GB of memory at 4096)\n"
       "  --hosts H         hosts; ranks sit on them in contiguous blocks (default 1)\n"
       "  --net-gbps G      NIC bandwidth per host and direction, GB/s (default 25)\n"
       "  --net-us A        network latency per message, us (default 5)\n"
@@ -106,6 +107,9 @@ bool parseDouble(const char* text, double* out) {
   *out = v;
   return true;
 }
+
+// The schedules grow with the square of the ranks (see --ranks).
+constexpr long kMaxRanks = 4096;
 
 bool parseLong(const char* text, long lo, long hi, long* out) {
   errno = 0;
@@ -204,7 +208,7 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
     bool ok = true;
     switch (flag) {
       case kRanks:
-        ok = parseLong(optarg, 1, 1 << 20, &v), o->topo.nranks = static_cast<int>(v);
+        ok = parseLong(optarg, 1, kMaxRanks, &v), o->topo.nranks = static_cast<int>(v);
         break;
       case kHosts:
         ok = parseLong(optarg, 1, 1 << 20, &v), o->topo.hosts = static_cast<int>(v);
@@ -279,7 +283,8 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
         return 2;
     }
     if (!ok) {
-      fprintf(stderr, "collie-sim: bad value '%s'\n", optarg);
+      fprintf(stderr, "collie-sim: bad value '%s'%s\n", optarg,
+              flag == kRanks ? " for --ranks (1 to 4096)" : "");
       return 2;
     }
   }
