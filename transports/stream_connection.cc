@@ -261,6 +261,21 @@ Status StreamConnection::lost(const char* what, ssize_t err) {
     return fail(systemError(std::string(what) + " to peer rank " + std::to_string(peer_) + ": " +
                             strerror(static_cast<int>(-err)) +
                             " for its shared-memory ring (/dev/shm or the memory limit is full)"));
+  // The peer is gone, but it may have said why before it went: its abort waits unread in a
+  // stream that had nothing posted, while a send to it failed (3 ranks over tcp, Reduce with
+  // its root killed: rank 1 said "send failed (Connection reset)" to rank 2, whose abort named
+  // rank 0).
+  constexpr size_t kHdr = sizeof(FrameHeader);
+  for (auto& s : socks_) {
+    if (s.eof) continue;
+    while (s.hdrGot < kHdr) {
+      const ssize_t r = s.io->read(reinterpret_cast<char*>(&s.hdr) + s.hdrGot, kHdr - s.hdrGot);
+      if (r <= 0) break;
+      s.hdrGot += static_cast<size_t>(r);
+    }
+    if (s.hdrGot == kHdr && s.hdr.magic == kAbortMagic && s.hdr.commId == commId_)
+      return readAbort(s);
+  }
   return fail(remoteError("lost peer rank " + std::to_string(peer_) + ": " + what + " (" +
                           strerror(static_cast<int>(-err)) +
                           "; the peer process died or the link is down)"));

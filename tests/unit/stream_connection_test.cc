@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -24,7 +25,10 @@ class ScriptedStream : public ByteStream {
   void queue(const void* p, size_t n) {
     in_.insert(in_.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
   }
+  // From now on a write fails with -err (the peer is gone).
+  void failWrites(int err) { writeErr_ = -err; }
   ssize_t writev(const iovec* iov, int n) override {
+    if (writeErr_ != 0) return writeErr_;
     ssize_t total = 0;
     for (int i = 0; i < n; ++i) total += static_cast<ssize_t>(iov[i].iov_len);
     return total;
@@ -41,6 +45,7 @@ class ScriptedStream : public ByteStream {
 
  private:
   int* reads_;
+  ssize_t writeErr_ = 0;
   std::vector<char> in_;
   size_t at_ = 0;
 };
@@ -87,6 +92,33 @@ TEST(StreamConnection, AStreamWithNothingPostedIsReadNowAndThenAndAnAbortThereEn
 // With nothing posted at all the connection is progressed only after poll() found one of its
 // streams readable: it reads every stream at once, stashing a header that came early, so that
 // poll() stops reporting it and the rank can sleep.
+// A peer that aborted and then exited: a send to it fails, and the reason it sent first, unread
+// on a stream with nothing posted, is what the error says (before: "send failed (Connection
+// reset by peer)", which blamed the peer for an error elsewhere).
+TEST(StreamConnection, ASendToAPeerGoneAfterItsAbortReportsTheAbort) {
+  int reads = 0;
+  auto stream = std::make_unique<ScriptedStream>(&reads);
+  const std::string reason = "rank 1 lost peer rank 0";
+  FrameHeader h{};
+  h.magic = kAbortMagic;
+  h.commId = kComm;
+  h.len = reason.size();
+  stream->queue(&h, sizeof(h));
+  stream->queue(reason.data(), reason.size());
+  stream->failWrites(ECONNRESET);
+  std::vector<std::unique_ptr<ByteStream>> streams;
+  streams.push_back(std::move(stream));
+  StreamConnection conn(1, kComm, std::move(streams), StreamOptions{});
+  const char data[64] = {};
+  Request sq;
+  ASSERT_TRUE(conn.isend(data, sizeof(data), stepTag(0), &sq).isOk());
+  bool progressed = false;
+  const Status st = conn.progress(&progressed);
+  EXPECT_EQ(st.code(), collieRemoteError) << st.toString();
+  EXPECT_NE(st.message().find("peer rank 1 aborted: " + reason), std::string::npos)
+      << st.toString();
+}
+
 TEST(StreamConnection, WithNothingPostedEveryStreamIsReadAtOnce) {
   int reads[2] = {0, 0};
   auto first = std::make_unique<ScriptedStream>(&reads[0]);
