@@ -662,8 +662,7 @@ Status ShmDirectAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
   // auto: not with more ranks than cores, where the n - 1 kernel copies each way per chunk
   // lose to staging out of place at every size. The rule uses only what every rank sees
   // alike (not the placement, which may differ between ranks), so all take the same path.
-  if (singleCopyMode_ != "auto" && singleCopyMode_ != "on" && singleCopyMode_ != "off")
-    return invalidArgument("COLLIE_SHM_CMA=" + singleCopyMode_ + ": auto, on or off");
+  // COLLIE_SHM_CMA is auto, on or off: init refuses anything else.
   const bool allowed =
       singleCopyMode_ == "on" || (singleCopyMode_ == "auto" && !ctx.oversubscribed);
   if (allowed && singleCopyBytes_ > 0 && bytes >= singleCopyBytes_) {

@@ -145,19 +145,17 @@ TEST(ShmSingleCopyVote, AutoTimesTheKernelCopyAndEveryRankTakesTheSamePath) {
   }
 }
 
-TEST(ShmSingleCopyVote, AnUnknownModeIsAnInvalidArgument) {
+// Refused at init, before any call (it was at the first large AllReduce, which then failed the
+// communicator).
+TEST(ShmSingleCopyVote, AnUnknownModeIsAnInvalidArgumentAtInit) {
   WorldOptions opt = singleCopyEverywhere();
   opt.env.push_back({"COLLIE_SHM_CMA", "sometimes"});
   auto out = runWorld(2, opt, [](int, Reporter& rep) {
     collieComm_t comm = nullptr;
-    if (collieCommInitFromEnv(&comm) != collieSuccess) return rep.fail("init");
-    std::vector<float> buf(1 << 16, 1.0f);
-    collieResult_t res = collieAllReduce(buf.data(), buf.data(), buf.size(), collieFloat32,
-                                         collieSum, comm, nullptr);
-    std::string msg = collieGetLastError(comm);
+    const collieResult_t res = collieCommInitFromEnv(&comm);
+    const std::string msg = collieGetLastError(nullptr);
     if (res != collieInvalidArgument) rep.fail("got " + std::string(collieGetErrorString(res)));
     if (msg.find("COLLIE_SHM_CMA=sometimes") == std::string::npos) rep.fail("message: " + msg);
-    collieCommDestroy(comm);
   });
   expectAllPassed(out);
 }

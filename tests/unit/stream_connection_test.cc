@@ -25,6 +25,15 @@ class ScriptedStream : public ByteStream {
   void queue(const void* p, size_t n) {
     in_.insert(in_.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
   }
+  // What a peer that aborts writes: the abort's header, then its reason.
+  void queueAbort(uint64_t comm, const std::string& reason) {
+    FrameHeader h{};
+    h.magic = kAbortMagic;
+    h.commId = comm;
+    h.len = reason.size();
+    queue(&h, sizeof(h));
+    queue(reason.data(), reason.size());
+  }
   // From now on a write fails with -err (the peer is gone).
   void failWrites(int err) { writeErr_ = -err; }
   ssize_t writev(const iovec* iov, int n) override {
@@ -57,12 +66,7 @@ TEST(StreamConnection, AStreamWithNothingPostedIsReadNowAndThenAndAnAbortThereEn
   auto posted = std::make_unique<ScriptedStream>(&reads[0]);
   auto idle = std::make_unique<ScriptedStream>(&reads[1]);
   const std::string reason = "rank 1 lost peer rank 5";
-  FrameHeader h{};
-  h.magic = kAbortMagic;
-  h.commId = kComm;
-  h.len = reason.size();
-  idle->queue(&h, sizeof(h));
-  idle->queue(reason.data(), reason.size());
+  idle->queueAbort(kComm, reason);
   std::vector<std::unique_ptr<ByteStream>> streams;
   streams.push_back(std::move(posted));
   streams.push_back(std::move(idle));
@@ -99,12 +103,7 @@ TEST(StreamConnection, ASendToAPeerGoneAfterItsAbortReportsTheAbort) {
   int reads = 0;
   auto stream = std::make_unique<ScriptedStream>(&reads);
   const std::string reason = "rank 1 lost peer rank 0";
-  FrameHeader h{};
-  h.magic = kAbortMagic;
-  h.commId = kComm;
-  h.len = reason.size();
-  stream->queue(&h, sizeof(h));
-  stream->queue(reason.data(), reason.size());
+  stream->queueAbort(kComm, reason);
   stream->failWrites(ECONNRESET);
   std::vector<std::unique_ptr<ByteStream>> streams;
   streams.push_back(std::move(stream));
