@@ -440,10 +440,16 @@ Status CommImpl::probeNetwork(bool network) {
   }
   // Every rank must pick the same algorithm for a call: all take the slowest figures any rank
   // has, measured or not. The ranks' own differ where hosts differ: a rank alone on its host
-  // has no shm, and its local link was the network's (5 ranks on hosts of 2, 2 and 1: the rank
-  // alone took tree for a 1-byte AllReduce, the others hierarchical).
-  double v[6] = {link_.alphaUs,      1.0 / link_.betaGBps,      1.0 / link_.reduceGBps,
-                 localLink_.alphaUs, 1.0 / localLink_.betaGBps, 1.0 / localLink_.reduceGBps};
+  // had the network's figures for its local link (5 ranks on hosts of 2, 2 and 1: the rank
+  // alone took tree for a 1-byte AllReduce, the others hierarchical). It has no local link, so
+  // it offers none (zeros); where no rank has one, the network's figures stand for it.
+  const bool alone = localRanks_ < 2;
+  double v[6] = {link_.alphaUs,
+                 1.0 / link_.betaGBps,
+                 1.0 / link_.reduceGBps,
+                 alone ? 0.0 : localLink_.alphaUs,
+                 alone ? 0.0 : 1.0 / localLink_.betaGBps,
+                 alone ? 0.0 : 1.0 / localLink_.reduceGBps};
   COLLIE_RETURN_IF_ERROR(agreeOnMax(v, 6, probe ? "the link probe" : "the tuner's link figures"));
   auto agreed = [](const double* f, LinkModel* m) {
     m->alphaUs = f[0];
@@ -451,7 +457,10 @@ Status CommImpl::probeNetwork(bool network) {
     m->reduceGBps = 1.0 / f[2];
   };
   agreed(v, &link_);
-  agreed(v + 3, &localLink_);
+  if (v[4] > 0)
+    agreed(v + 3, &localLink_);
+  else
+    localLink_ = link_;
   if (probe)
     COLLIE_INFO(kLogInit, "rank %d: network measured at init: %.1f us per step, %.3f GB/s per link",
                 rank_, link_.alphaUs, link_.betaGBps);

@@ -48,14 +48,15 @@ void guardForks() {
 }
 // The servers of this process, by the port they serve on and their job (commId): where a
 // communicator is made twice from one environment, its second store would find the port taken
-// by the first one's.
+// by the first one's. Never destroyed: servers that static objects hold stop at exit, after
+// statics made later than those objects are gone.
 std::mutex& liveServersMu() {
-  static std::mutex mu;
-  return mu;
+  static auto* mu = new std::mutex;
+  return *mu;
 }
 std::vector<std::pair<int, uint64_t>>& liveServers() {
-  static std::vector<std::pair<int, uint64_t>> live;
-  return live;
+  static auto* live = new std::vector<std::pair<int, uint64_t>>;
+  return *live;
 }
 void forgetServer(int port, uint64_t commId) {
   std::lock_guard<std::mutex> l(liveServersMu());
