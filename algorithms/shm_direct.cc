@@ -262,9 +262,8 @@ Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j,
   if (ctx.abortFlag != nullptr && ctx.abortFlag->load(std::memory_order_relaxed))
     return remoteError(std::string(ctx.opName) + ": aborted by collieCommAbort");
   if (ctx.deadline.expired())
-    return timeoutError(std::string(ctx.opName) + ": timed out waiting for peer rank " +
-                        std::to_string(j) + " in shared memory (" +
-                        describeFrameTag(ctx.tagFor(a, 0, kShmDirectId)) +
+    return timeoutError(std::string(ctx.opName) + ": " + kTimedOutWaitingFor + std::to_string(j) +
+                        " in shared memory (" + describeFrameTag(ctx.tagFor(a, 0, kShmDirectId)) +
                         "); the peer is stuck, dead or running another op");
   // Yield to a rank sharing this core, and sleep a little once the wait is long.
   if (now - *start > 20000) sched_yield();

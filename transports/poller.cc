@@ -49,9 +49,9 @@ Status Poller::sleepOnFds(int timeoutMs) {
 
 static Status timedOut(const Request* req, const char* op) {
   std::string what = req->isSend ? "send of " : "receive of ";
-  return timeoutError(std::string(op) + ": timed out waiting for peer rank " +
-                      std::to_string(req->peer) + " (" + what + std::to_string(req->bytes) +
-                      " bytes of " + describeFrameTag(req->tag) +
+  return timeoutError(std::string(op) + ": " + kTimedOutWaitingFor + std::to_string(req->peer) +
+                      " (" + what + std::to_string(req->bytes) + " bytes of " +
+                      describeFrameTag(req->tag) +
                       "); the peer is stuck, dead or running another op (see COLLIE_TIMEOUT_MS)");
 }
 

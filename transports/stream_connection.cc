@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -265,20 +266,82 @@ Status StreamConnection::lost(const char* what, ssize_t err) {
   // stream that had nothing posted, while a send to it failed (3 ranks over tcp, Reduce with
   // its root killed: rank 1 said "send failed (Connection reset)" to rank 2, whose abort named
   // rank 0).
-  constexpr size_t kHdr = sizeof(FrameHeader);
   for (auto& s : socks_) {
-    if (s.eof) continue;
-    while (s.hdrGot < kHdr) {
-      const ssize_t r = s.io->read(reinterpret_cast<char*>(&s.hdr) + s.hdrGot, kHdr - s.hdrGot);
-      if (r <= 0) break;
-      s.hdrGot += static_cast<size_t>(r);
-    }
-    if (s.hdrGot == kHdr && s.hdr.magic == kAbortMagic && s.hdr.commId == commId_)
+    ssize_t r = 0;
+    if (!s.eof && readHeader(s, &r) && s.hdr.magic == kAbortMagic && s.hdr.commId == commId_)
       return readAbort(s);
   }
   return fail(remoteError("lost peer rank " + std::to_string(peer_) + ": " + what + " (" +
                           strerror(static_cast<int>(-err)) +
                           "; the peer process died or the link is down)"));
+}
+
+bool StreamConnection::readHeader(Sock& s, ssize_t* r) {
+  constexpr size_t kHdr = sizeof(FrameHeader);
+  while (s.hdrGot < kHdr) {
+    *r = s.io->read(reinterpret_cast<char*>(&s.hdr) + s.hdrGot, kHdr - s.hdrGot);
+    if (*r <= 0) return false;
+    s.hdrGot += static_cast<size_t>(*r);
+  }
+  return true;
+}
+
+Connection::Word StreamConnection::listenAfterFailure() {
+  constexpr size_t kHdr = sizeof(FrameHeader);
+  if (!failed_.isOk()) return Word::kHeard;  // its abort, its loss or a garbled frame
+  if (!listening_) {
+    // Nothing posted is wanted any more: the rest of a data frame begun is read past, not into
+    // its buffer, and what was not sent stays unsent (sendAbort finished a frame begun).
+    listening_ = true;
+    for (auto& s : socks_) {
+      if (s.hdrGot == kHdr && s.hdr.magic == kFrameMagic && s.hdr.commId == commId_) {
+        const size_t got = s.recvs.empty() ? 0 : s.recvs.front().got;
+        s.drop = s.hdr.len > got ? s.hdr.len - got : 0;
+        s.hdrGot = 0;
+      }
+      s.recvs.clear();
+      s.sends.clear();
+    }
+  }
+  // Bounded per call: a peer that streams data without end is still read a piece at a time.
+  constexpr size_t kMostPerCall = size_t{64} << 20;
+  char sink[65536];
+  for (auto& s : socks_) {
+    if (s.eof) return Word::kHeard;
+    size_t taken = 0;
+    ssize_t r = 0;
+    while (taken < kMostPerCall) {
+      if (s.drop > 0) {
+        r = s.io->read(sink, std::min(s.drop, sizeof(sink)));
+        if (r <= 0) break;
+        s.drop -= static_cast<size_t>(r);
+        taken += static_cast<size_t>(r);
+        continue;
+      }
+      if (!readHeader(s, &r)) break;
+      s.hdrGot = 0;
+      if (s.hdr.magic == kAbortMagic && s.hdr.commId == commId_) {
+        readAbort(s);
+        return Word::kHeard;
+      }
+      if (s.hdr.magic != kFrameMagic || s.hdr.commId != commId_) {
+        fail(checkFrame(s.hdr, commId_, FrameTag{}, 0, peer_));
+        return Word::kHeard;
+      }
+      s.drop = s.hdr.len;
+      taken += kHdr;
+    }
+    if (r == -ESHUTDOWN) {
+      s.eof = true;
+      fail(remoteError("lost peer rank " + std::to_string(peer_) + ": connection closed"));
+      return Word::kHeard;
+    }
+    if (r < 0) {
+      lost("receive failed", r);
+      return Word::kHeard;
+    }
+  }
+  return Word::kNothing;
 }
 
 Status StreamConnection::eofError(Sock& s) {
@@ -425,7 +488,9 @@ bool StreamConnection::hasPending() const {
 }
 
 void StreamConnection::sendAbort(const std::string& reason) {
-  if (aborted_ || abortSent_ || socks_.empty()) return;
+  // Also to a peer whose abort came first: its answer tells it this rank is not the one stuck
+  // (CommImpl::silentPeers).
+  if (abortSent_ || socks_.empty()) return;
   abortSent_ = true;
   // The abort goes on every stream, so that whichever one the peer reads first tells it why. A
   // stream in the middle of a frame first gets the rest of that frame (its buffer is still

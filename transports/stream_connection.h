@@ -76,6 +76,7 @@ class StreamConnection : public Connection {
   void sendAbort(const std::string& reason) override;
   bool hasPending() const override;
   Status checkEarlyFrame(const FrameTag& mine) const override;
+  Word listenAfterFailure() override;
   void linger(const Deadline& deadline) override;
   void* peerBuffer() override { return peerBuf_; }
   void* localBuffer() override { return localBuf_; }
@@ -102,6 +103,7 @@ class StreamConnection : public Connection {
     std::deque<RecvItem> recvs;
     FrameHeader hdr{};
     size_t hdrGot = 0;  // bytes of the next frame's header read so far
+    size_t drop = 0;    // listening after a failure: bytes of a data frame still to read past
     bool eof = false;
   };
 
@@ -111,6 +113,9 @@ class StreamConnection : public Connection {
   Status progressSend(Sock& s, bool* progressed);
   Status progressRecv(Sock& s, bool* progressed);
   Status readAbort(Sock& s, const std::string& prefix = "");
+  // Reads what is missing of the next header: whether it is complete; *r is the last read's
+  // result (0: nothing more now, < 0: the stream's end or error).
+  bool readHeader(Sock& s, ssize_t* r);
   // A small frame's header and body in one read, straight into the posted buffer.
   Status readSmallFrame(Sock& s, bool* progressed, bool* done);
   Status lost(const char* what, ssize_t err);
@@ -131,6 +136,7 @@ class StreamConnection : public Connection {
   Status failed_;
   bool aborted_ = false;    // the peer sent us an abort
   bool abortSent_ = false;  // we sent the peer one
+  bool listening_ = false;  // listenAfterFailure() has dropped what was posted
 };
 
 }  // namespace collie

@@ -33,6 +33,10 @@ struct FrameTag {
 // Describes a tag for messages: "allreduce count 12 float sum (seq 3)".
 std::string describeFrameTag(const FrameTag& t);
 
+// How a wait that ran out of time begins to name its peer. A peer's abort passes the message
+// on, and the communicator looks for it there (CommImpl::fail).
+constexpr char kTimedOutWaitingFor[] = "timed out waiting for peer rank ";
+
 // One asynchronous send or receive. Owned by the caller; must outlive its completion.
 struct Request {
   bool done = false;
@@ -68,6 +72,12 @@ class Connection {
   // An error where a frame of the call tagged mine came while this rank runs that call without
   // messages (through shared memory): the peer runs it by another algorithm.
   virtual Status checkEarlyFrame(const FrameTag& mine) const { return Status::ok(); }
+  // After this rank failed an op and sent its abort: reads on from the peer without blocking,
+  // dropping its data, and says whether the peer has spoken since the op began to fail: its
+  // abort, a close or a lost link (kHeard), nothing yet (kNothing), or that this transport
+  // cannot tell (kUnknown). The connection is of no further use for data.
+  enum class Word { kNothing, kHeard, kUnknown };
+  virtual Word listenAfterFailure() { return Word::kUnknown; }
   // Before destruction after an abort: give the peer time to read it (bounded).
   virtual void linger(const Deadline& deadline) {}
 };

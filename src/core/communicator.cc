@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -925,24 +926,77 @@ Status CommImpl::executeHost(const CollArgs& args) {
   }
   if (!s.isOk()) {
     FrameTag t = ctx.tagFor(args, 0, algo->id());
-    s = s.withContext(describeFrameTag(t) + " on rank " + std::to_string(rank_));
-    fail(s);
+    s = fail(s.withContext(describeFrameTag(t) + " on rank " + std::to_string(rank_)));
   }
   return s;
 }
 
-void CommImpl::fail(const Status& s) {
+Status CommImpl::fail(const Status& s) {
   {
     std::lock_guard<std::mutex> l(errMu_);
     if (firstError_.isOk()) firstError_ = s;
     lastError_ = s.message();
   }
-  if (!failed_.exchange(true)) {
-    COLLIE_WARN(kLogColl, "%s", s.message().c_str());
-    // Tell every peer why, so each survivor can name the rank that failed.
-    for (auto& c : conns_)
-      if (c) c->sendAbort(s.message());
+  if (failed_.exchange(true)) return s;
+  // Tell every peer why, so each survivor can name the rank that failed.
+  for (auto& c : conns_)
+    if (c) c->sendAbort(s.message());
+  Status out = s;
+  // A wait that timed out names the peer it waited on, which may itself wait on a stuck one (a
+  // ring of 4 with rank 2 stopped: rank 1 waits on rank 0, which waits on rank 3); a peer's
+  // abort passes such a message on.
+  const bool stuckPeer =
+      s.code() == collieTimeout ||
+      (s.code() == collieRemoteError && s.message().find(kTimedOutWaitingFor) != std::string::npos);
+  if (stuckPeer) {
+    const std::string silent = silentPeers();
+    if (!silent.empty()) {
+      out = Status(s.code(), s.message() + silent);
+      std::lock_guard<std::mutex> l(errMu_);
+      if (firstError_.message() == s.message()) firstError_ = out;
+      lastError_ = out.message();
+    }
   }
+  COLLIE_WARN(kLogColl, "%s", out.message().c_str());
+  return out;
+}
+
+std::string CommImpl::silentPeers() {
+  // Ranks that failed on their own deadline did so within the skew of their calls' starts;
+  // the others fail as the first abort reaches them, within milliseconds. But a rank tells its
+  // peers one after another, and a frame begun to a stuck peer holds it up to 500 ms
+  // (StreamConnection::sendAbort): 4 ranks over shm, one stopped, a 300 ms grace missed a live
+  // peer's abort in 1 run of 3.
+  const int64_t graceMs = std::clamp<int64_t>(timeoutMs_ / 10, 1000, 3000);
+  const Deadline grace = Deadline::afterMs(graceMs);
+  std::vector<int> silent;
+  size_t told = 0;  // peers whose transport can tell
+  for (;;) {
+    silent.clear();
+    told = 0;
+    for (auto& c : conns_) {
+      if (!c) continue;
+      const Connection::Word w = c->listenAfterFailure();
+      if (w == Connection::Word::kUnknown) continue;
+      ++told;
+      if (w == Connection::Word::kNothing) silent.push_back(c->peer());
+    }
+    if (silent.empty() || grace.expired()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (silent.empty()) return "";
+  std::string names;
+  constexpr size_t kListed = 8;
+  for (size_t i = 0; i < silent.size() && i < kListed; ++i)
+    names += (i ? ", " : "") + std::to_string(silent[i]);
+  if (silent.size() > kListed) names += " and " + std::to_string(silent.size() - kListed) + " more";
+  const bool one = silent.size() == 1;
+  std::string out = std::string("; after this failure ") + (one ? "peer rank " : "peer ranks ") +
+                    names + " sent no word in " + std::to_string(graceMs) + " ms";
+  if (silent.size() < told)
+    out += std::string(", while every other peer reported its failure: ") +
+           (one ? "that rank is the one" : "those ranks are the ones") + " stuck";
+  return out + " (stopped, hung, or not calling this op)";
 }
 
 Status CommImpl::run(const CollArgs& args) {

@@ -112,7 +112,13 @@ class CommImpl {
   // Exchanges worker addresses with the peers in want and connects those that can; forced
   // (COLLIE_TRANSPORT lists ucx) makes any failure an error, else a peer falls back to tcp.
   Status setUpUcx(std::vector<bool>* want, bool forced, const Deadline& deadline);
-  void fail(const Status& s);
+  // Fails the communicator with s (the first failure stays its error) and tells every peer why.
+  // Returns what this rank reports: s, with the peers that stay silent after it named (below).
+  Status fail(const Status& s);
+  // After a failure that a stuck peer may have caused (a timeout, or a peer's abort that may
+  // come from one): every rank that failed has sent its abort, so the peers that say nothing
+  // within a grace are the stuck ones. Names them ("" when none is silent or none can tell).
+  std::string silentPeers();
   void progressLoop();
 
   int rank_ = 0;

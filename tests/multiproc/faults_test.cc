@@ -133,6 +133,72 @@ TEST(Faults, SigkillOneOfThreeRanksRingOverShm) {
   unsetenv("COLLIE_ALGO");
 }
 
+// The victim stops (SIGSTOP) from a second thread while its main thread is inside AllReduces:
+// alive but silent. Each survivor times out waiting on some peer, which in a ring is mostly a
+// live neighbour that waits too; every survivor's error must still name the stopped rank. The
+// lowest survivor kills the victim once it has reported.
+void stopMidOp(int n, int victim, const char* transport, const char* algo) {
+  constexpr int kStopTimeoutMs = 3000;
+  int pidPipe[2];
+  ASSERT_EQ(pipe(pidPipe), 0);
+  WorldOptions opt;
+  opt.timeoutSec = 60;
+  opt.env = {{"COLLIE_TIMEOUT_MS", std::to_string(kStopTimeoutMs)},
+             {"COLLIE_TRANSPORT", transport},
+             {"COLLIE_ALGO", algo}};
+  auto out = runWorld(n, opt, [=](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    std::vector<float> buf(1 << 20, 1.0f);
+    if (rank == victim) {
+      const pid_t me = getpid();
+      if (write(pidPipe[1], &me, sizeof(me)) != sizeof(me)) return rep.fail("pid pipe");
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        kill(getpid(), SIGSTOP);
+      }).detach();
+    }
+    for (int iter = 0; iter < 100000; ++iter) {
+      uint64_t t0 = nowNs();
+      collieResult_t r =
+          collieAllReduce(buf.data(), buf.data(), buf.size(), collieFloat32, collieMax, c, nullptr);
+      double ms = (nowNs() - t0) / 1e6;
+      if (r == collieSuccess) continue;
+      std::string msg = collieGetLastError(c);
+      const std::string named = "peer rank " + std::to_string(victim) + " sent no word";
+      if (msg.find(named) == std::string::npos)
+        rep.fail("error does not name the stopped rank (" + named + "): " + msg);
+      if (msg.find("the one stuck") == std::string::npos)
+        rep.fail("error does not say the other peers answered: " + msg);
+      if (msg.find("on rank " + std::to_string(rank)) == std::string::npos)
+        rep.fail("error does not name the local rank: " + msg);
+      // The deadline, the grace (1 s here) and room for a busy machine.
+      if (ms > kStopTimeoutMs + 1000 + 3000) rep.fail("failed after " + std::to_string(ms) + " ms");
+      rep.note(msg);
+      collieCommAbort(c);
+      if (rank == (victim == 0 ? 1 : 0)) {
+        pid_t v = 0;
+        if (read(pidPipe[0], &v, sizeof(v)) == sizeof(v) && v > 0) kill(v, SIGKILL);
+      }
+      return;
+    }
+    rep.fail("every op succeeded although a rank was stopped");
+  });
+  close(pidPipe[0]);
+  close(pidPipe[1]);
+  for (const auto& o : out) {
+    if (o.rank == victim) continue;
+    EXPECT_EQ(o.exitCode, 0) << "rank " << o.rank << ":\n" << o.output;
+    for (const auto& f : o.failures) ADD_FAILURE() << "rank " << o.rank << ": " << f;
+    EXPECT_EQ(o.notes.size(), 1u) << "rank " << o.rank << " did not report its error";
+  }
+}
+
+// A ring over tcp: before, a survivor blamed a live neighbour in most runs.
+TEST(Faults, AStoppedRankIsNamedByEverySurvivorOfARingOverTcp) { stopMidOp(4, 2, "tcp", "ring"); }
+TEST(Faults, AStoppedRankIsNamedByEverySurvivorOverShm) { stopMidOp(4, 1, "shm", "auto"); }
+TEST(Faults, AStoppedRankIsNamedByEverySurvivorOfATreeOverTcp) { stopMidOp(3, 0, "tcp", "tree"); }
+
 #ifdef COLLIE_HAVE_UCX
 // UCX over its tcp transport: the dead peer fails its endpoint (error handling mode PEER).
 TEST(Faults, SigkillOneOfTwoRanksOverUcx) { killMidOp(2, 1, "ucx", {{"UCX_TLS", "tcp"}}); }

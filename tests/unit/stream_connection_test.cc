@@ -118,6 +118,57 @@ TEST(StreamConnection, ASendToAPeerGoneAfterItsAbortReportsTheAbort) {
       << st.toString();
 }
 
+// After a failure the communicator listens for each peer's abort (CommImpl::silentPeers): the
+// rest of a frame begun and whole data frames are read past, not into the posted buffer, up to
+// the abort behind them.
+TEST(StreamConnection, ListeningAfterAFailureReadsPastDataToThePeersAbort) {
+  int reads = 0;
+  auto owned = std::make_unique<ScriptedStream>(&reads);
+  ScriptedStream* stream = owned.get();
+  const FrameHeader begun = encodeFrame(kComm, stepTag(0), 100);
+  stream->queue(&begun, sizeof(begun));
+  const std::vector<char> body(100, 'x');
+  stream->queue(body.data(), 40);
+  std::vector<std::unique_ptr<ByteStream>> streams;
+  streams.push_back(std::move(owned));
+  StreamConnection conn(1, kComm, std::move(streams), StreamOptions{});
+  std::vector<char> buf(100, '.');
+  Request rr;
+  ASSERT_TRUE(conn.irecv(buf.data(), buf.size(), stepTag(0), &rr).isOk());
+  bool progressed = false;
+  ASSERT_TRUE(conn.progress(&progressed).isOk());
+  ASSERT_FALSE(rr.done);
+  EXPECT_EQ(buf[39], 'x');
+  EXPECT_EQ(buf[40], '.');
+
+  EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kNothing);
+  stream->queue(body.data() + 40, 60);  // the rest of the frame begun
+  const FrameHeader next = encodeFrame(kComm, stepTag(1), 10);
+  stream->queue(&next, sizeof(next));
+  stream->queue(body.data(), 10);
+  EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kNothing);
+  EXPECT_EQ(buf[40], '.') << "the rest of the frame went into the buffer no one waits on";
+  stream->queueAbort(kComm, "rank 1: timed out");
+  EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kHeard);
+  EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kHeard);
+}
+
+// A garbled frame while listening is a word too: the peer is not silent, and the connection
+// fails saying what came.
+TEST(StreamConnection, ListeningAfterAFailureTakesAGarbledFrameAsAWord) {
+  int reads = 0;
+  auto owned = std::make_unique<ScriptedStream>(&reads);
+  FrameHeader junk{};
+  junk.magic = 0x1234;
+  owned->queue(&junk, sizeof(junk));
+  std::vector<std::unique_ptr<ByteStream>> streams;
+  streams.push_back(std::move(owned));
+  StreamConnection conn(1, kComm, std::move(streams), StreamOptions{});
+  EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kHeard);
+  bool progressed = false;
+  EXPECT_FALSE(conn.progress(&progressed).isOk());
+}
+
 TEST(StreamConnection, WithNothingPostedEveryStreamIsReadAtOnce) {
   int reads[2] = {0, 0};
   auto first = std::make_unique<ScriptedStream>(&reads[0]);
