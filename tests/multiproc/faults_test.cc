@@ -67,6 +67,14 @@ const char* opWord(Op op) {
   }
 }
 
+// From a second thread, 150 ms from now: the main thread is then inside a collective.
+void signalSelfSoon(int sig) {
+  std::thread([sig] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    kill(getpid(), sig);
+  }).detach();
+}
+
 void killMidOp(int n, int victim, const char* transport = "",
                const std::vector<std::pair<std::string, std::string>>& env = {},
                Op which = Op::kAllReduce) {
@@ -79,12 +87,7 @@ void killMidOp(int n, int victim, const char* transport = "",
     std::vector<float> buf(16 << 20, 1.0f);  // 64 MiB: each op takes a while over TCP
     std::vector<float> big(which == Op::kAllGather ? buf.size() * static_cast<size_t>(n)
                                                    : buf.size());
-    if (rank == victim) {
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(150));
-        kill(getpid(), SIGKILL);
-      }).detach();
-    }
+    if (rank == victim) signalSelfSoon(SIGKILL);
     for (int iter = 0; iter < 1000; ++iter) {
       uint64_t t0 = nowNs();
       collieResult_t r = runOp(which, buf, big, n, c);
@@ -153,10 +156,7 @@ void stopMidOp(int n, int victim, const char* transport, const char* algo) {
     if (rank == victim) {
       const pid_t me = getpid();
       if (write(pidPipe[1], &me, sizeof(me)) != sizeof(me)) return rep.fail("pid pipe");
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(150));
-        kill(getpid(), SIGSTOP);
-      }).detach();
+      signalSelfSoon(SIGSTOP);
     }
     for (int iter = 0; iter < 100000; ++iter) {
       uint64_t t0 = nowNs();
