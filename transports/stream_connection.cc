@@ -106,26 +106,10 @@ static void briefWait(const ByteStream& io, short events, int ms) {
   }
 }
 
-// Best-effort whole write for the abort frame, bounded by the deadline.
-static bool writeAllTo(ByteStream& io, const void* buf, size_t n, const Deadline& d) {
-  const char* p = static_cast<const char*>(buf);
-  while (n > 0) {
-    iovec v{const_cast<char*>(p), n};
-    ssize_t w = io.writev(&v, 1);
-    if (w < 0) return false;
-    if (w == 0) {
-      if (d.expired()) return false;
-      briefWait(io, POLLOUT, d.remainingMs(10));
-      continue;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
 void StreamConnection::linger(const Deadline& deadline) {
   if (!abortSent_) return;
+  for (auto& s : socks_)
+    if (!s.eof) pushAbort(s, deadline);
   // Closing a socket with unread data makes the kernel send a reset, and a reset makes the peer
   // lose the abort frame still in its receive queue: it would then blame this rank instead of
   // the rank that really failed. So: end of data after the abort, then read and discard until
@@ -300,7 +284,7 @@ Connection::Word StreamConnection::listenAfterFailure() {
         s.hdrGot = 0;
       }
       s.recvs.clear();
-      s.sends.clear();
+      if (!abortSent_) s.sends.clear();
     }
   }
   // Bounded per call: a peer that streams data without end is still read a piece at a time.
@@ -308,6 +292,7 @@ Connection::Word StreamConnection::listenAfterFailure() {
   char sink[65536];
   for (auto& s : socks_) {
     if (s.eof) return Word::kHeard;
+    pushAbort(s, Deadline::afterMs(0));  // what of this rank's abort did not fit yet
     size_t taken = 0;
     ssize_t r = 0;
     while (taken < kMostPerCall) {
@@ -487,6 +472,12 @@ bool StreamConnection::hasPending() const {
   return false;
 }
 
+bool StreamConnection::sendsQueued() const {
+  for (const auto& s : socks_)
+    if (!s.sends.empty()) return true;
+  return false;
+}
+
 void StreamConnection::sendAbort(const std::string& reason) {
   // Also to a peer whose abort came first: its answer tells it this rank is not the one stuck
   // (CommImpl::silentPeers).
@@ -495,29 +486,65 @@ void StreamConnection::sendAbort(const std::string& reason) {
   // The abort goes on every stream, so that whichever one the peer reads first tells it why. A
   // stream in the middle of a frame first gets the rest of that frame (its buffer is still
   // valid: this runs inside the failing op), else the abort would be read as body bytes and the
-  // peer would see only a close and blame this rank. All bounded: a peer that reads nothing
-  // any more learns from the close instead.
-  std::string r = reason.substr(0, kMaxAbortPayload);
+  // peer would see only a close and blame this rank. Frames not begun never go. Bounded: what
+  // does not fit in 500 ms goes on while this rank listens (listenAfterFailure) and before it
+  // closes (linger), as the peer, which may be telling this rank the same, reads again.
+  const std::string r = reason.substr(0, kMaxAbortPayload);
   FrameHeader h{};
   h.magic = kAbortMagic;
   h.commId = commId_;
   h.len = r.size();
-  Deadline d = Deadline::afterMs(500);
-  constexpr size_t kHdr = sizeof(FrameHeader);
+  std::string frame(reinterpret_cast<const char*>(&h), sizeof(h));
+  frame += r;
+  const Deadline d = Deadline::afterMs(500);
   for (auto& s : socks_) {
     if (s.eof) continue;
     s.io->prepareAbort();
-    if (!s.sends.empty() && s.sends.front().sent > 0) {
+    const bool begun = !s.sends.empty() && s.sends.front().sent > 0;
+    while (s.sends.size() > (begun ? 1u : 0u)) s.sends.pop_back();
+    s.abortOut = frame;
+    s.abortOutAt = 0;
+    pushAbort(s, d);
+  }
+}
+
+bool StreamConnection::pushAbort(Sock& s, const Deadline& d) {
+  constexpr size_t kHdr = sizeof(FrameHeader);
+  for (;;) {
+    iovec iov[2];
+    int n = 0;
+    if (!s.sends.empty()) {  // the rest of the frame begun
       SendItem& it = s.sends.front();
-      bool ok = true;
-      if (it.sent < kHdr)
-        ok = writeAllTo(*s.io, reinterpret_cast<char*>(&it.hdr) + it.sent, kHdr - it.sent, d);
-      size_t dataSent = it.sent > kHdr ? it.sent - kHdr : 0;
-      if (ok) ok = writeAllTo(*s.io, it.data + dataSent, it.len - dataSent, d);
-      if (!ok) continue;
-      it.sent = kHdr + it.len;
+      if (it.sent < kHdr) {
+        iov[n++] = {reinterpret_cast<char*>(&it.hdr) + it.sent, kHdr - it.sent};
+        if (it.len > 0) iov[n++] = {const_cast<char*>(it.data), it.len};
+      } else {
+        iov[n++] = {const_cast<char*>(it.data) + (it.sent - kHdr), it.len - (it.sent - kHdr)};
+      }
+    } else if (s.abortOutAt < s.abortOut.size()) {
+      iov[n++] = {&s.abortOut[s.abortOutAt], s.abortOut.size() - s.abortOutAt};
+    } else {
+      return true;
     }
-    if (writeAllTo(*s.io, &h, sizeof(h), d)) writeAllTo(*s.io, r.data(), r.size(), d);
+    const ssize_t w = s.io->writev(iov, n);
+    if (w < 0) {  // the peer is gone: nothing more goes
+      s.sends.clear();
+      s.abortOut.clear();
+      s.abortOutAt = 0;
+      return false;
+    }
+    if (w == 0) {
+      if (d.expired()) return false;
+      briefWait(*s.io, POLLOUT, d.remainingMs(10));
+      continue;
+    }
+    if (s.sends.empty()) {
+      s.abortOutAt += static_cast<size_t>(w);
+      continue;
+    }
+    SendItem& it = s.sends.front();
+    it.sent += static_cast<size_t>(w);
+    if (it.sent == kHdr + it.len) s.sends.pop_front();  // its op failed: no one waits on it
   }
 }
 

@@ -75,6 +75,7 @@ class StreamConnection : public Connection {
   void appendPollFds(std::vector<pollfd>* fds) const override;
   void sendAbort(const std::string& reason) override;
   bool hasPending() const override;
+  bool sendsQueued() const override;
   Status checkEarlyFrame(const FrameTag& mine) const override;
   Word listenAfterFailure() override;
   void linger(const Deadline& deadline) override;
@@ -102,8 +103,10 @@ class StreamConnection : public Connection {
     std::deque<SendItem> sends;
     std::deque<RecvItem> recvs;
     FrameHeader hdr{};
-    size_t hdrGot = 0;  // bytes of the next frame's header read so far
-    size_t drop = 0;    // listening after a failure: bytes of a data frame still to read past
+    size_t hdrGot = 0;      // bytes of the next frame's header read so far
+    size_t drop = 0;        // listening after a failure: bytes of a data frame still to read past
+    std::string abortOut;   // this rank's abort frame, after the rest of a frame begun (sends)
+    size_t abortOutAt = 0;  // of it written
     bool eof = false;
   };
 
@@ -113,6 +116,9 @@ class StreamConnection : public Connection {
   Status progressSend(Sock& s, bool* progressed);
   Status progressRecv(Sock& s, bool* progressed);
   Status readAbort(Sock& s, const std::string& prefix = "");
+  // Writes what is left of this rank's abort on s (sendAbort), waiting for room until d: whether
+  // all of it went.
+  bool pushAbort(Sock& s, const Deadline& d);
   // Reads what is missing of the next header: whether it is complete; *r is the last read's
   // result (0: nothing more now, < 0: the stream's end or error).
   bool readHeader(Sock& s, ssize_t* r);

@@ -69,6 +69,9 @@ class Connection {
   virtual void* localBuffer() { return nullptr; }
   virtual size_t peerBufferBytes() const { return 0; }
   virtual bool hasPending() const = 0;
+  // Whether sends wait for room toward the peer (it has not been reading): an abort to it may
+  // then wait too.
+  virtual bool sendsQueued() const { return false; }
   // An error where a frame of the call tagged mine came while this rank runs that call without
   // messages (through shared memory): the peer runs it by another algorithm.
   virtual Status checkEarlyFrame(const FrameTag& mine) const { return Status::ok(); }

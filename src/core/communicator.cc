@@ -938,9 +938,13 @@ Status CommImpl::fail(const Status& s) {
     lastError_ = s.message();
   }
   if (failed_.exchange(true)) return s;
-  // Tell every peer why, so each survivor can name the rank that failed.
-  for (auto& c : conns_)
-    if (c) c->sendAbort(s.message());
+  // Tell every peer why, so each survivor can name the rank that failed. First the peers that
+  // take data: an abort to a peer that does not read waits up to 500 ms, and the others listen
+  // for theirs (silentPeers). In a ring of 4 with one rank stopped, the ranks that told it first
+  // held their word to a live peer, which then named them too (1 run in 8, under ASan).
+  for (const bool queued : {false, true})
+    for (auto& c : conns_)
+      if (c && c->sendsQueued() == queued) c->sendAbort(s.message());
   Status out = s;
   // A wait that timed out names the peer it waited on, which may itself wait on a stuck one (a
   // ring of 4 with rank 2 stopped: rank 1 waits on rank 0, which waits on rank 3); a peer's
