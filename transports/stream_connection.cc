@@ -108,8 +108,10 @@ static void briefWait(const ByteStream& io, short events, int ms) {
 
 void StreamConnection::linger(const Deadline& deadline) {
   if (!abortSent_) return;
+  // The rest of a frame begun is gone with its op's buffers (the op has returned): on such a
+  // stream the abort never goes, and the peer learns from the close.
   for (auto& s : socks_)
-    if (!s.eof) pushAbort(s, deadline);
+    if (!s.eof && s.sends.empty()) pushAbort(s, deadline);
   // Closing a socket with unread data makes the kernel send a reset, and a reset makes the peer
   // lose the abort frame still in its receive queue: it would then blame this rank instead of
   // the rank that really failed. So: end of data after the abort, then read and discard until
@@ -487,8 +489,9 @@ void StreamConnection::sendAbort(const std::string& reason) {
   // stream in the middle of a frame first gets the rest of that frame (its buffer is still
   // valid: this runs inside the failing op), else the abort would be read as body bytes and the
   // peer would see only a close and blame this rank. Frames not begun never go. Bounded: what
-  // does not fit in 500 ms goes on while this rank listens (listenAfterFailure) and before it
-  // closes (linger), as the peer, which may be telling this rank the same, reads again.
+  // does not fit in 500 ms (or moves not for 50) goes on while this rank listens
+  // (listenAfterFailure, still inside the op), as the peer, which may be telling this rank the
+  // same, reads again; an abort alone goes on before the connection closes (linger).
   const std::string r = reason.substr(0, kMaxAbortPayload);
   FrameHeader h{};
   h.magic = kAbortMagic;
@@ -504,12 +507,15 @@ void StreamConnection::sendAbort(const std::string& reason) {
     while (s.sends.size() > (begun ? 1u : 0u)) s.sends.pop_back();
     s.abortOut = frame;
     s.abortOutAt = 0;
-    pushAbort(s, d);
+    // A peer that takes nothing for 50 ms is stuck, or telling this rank the same: the others
+    // are told first.
+    pushAbort(s, d, 50);
   }
 }
 
-bool StreamConnection::pushAbort(Sock& s, const Deadline& d) {
+bool StreamConnection::pushAbort(Sock& s, const Deadline& d, int64_t idleMs) {
   constexpr size_t kHdr = sizeof(FrameHeader);
+  int64_t movedMs = coarseNowMs();
   for (;;) {
     iovec iov[2];
     int n = 0;
@@ -534,10 +540,11 @@ bool StreamConnection::pushAbort(Sock& s, const Deadline& d) {
       return false;
     }
     if (w == 0) {
-      if (d.expired()) return false;
+      if (d.expired() || (idleMs >= 0 && coarseNowMs() - movedMs > idleMs)) return false;
       briefWait(*s.io, POLLOUT, d.remainingMs(10));
       continue;
     }
+    movedMs = coarseNowMs();
     if (s.sends.empty()) {
       s.abortOutAt += static_cast<size_t>(w);
       continue;

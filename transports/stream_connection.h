@@ -116,9 +116,9 @@ class StreamConnection : public Connection {
   Status progressSend(Sock& s, bool* progressed);
   Status progressRecv(Sock& s, bool* progressed);
   Status readAbort(Sock& s, const std::string& prefix = "");
-  // Writes what is left of this rank's abort on s (sendAbort), waiting for room until d: whether
-  // all of it went.
-  bool pushAbort(Sock& s, const Deadline& d);
+  // Writes what is left of this rank's abort on s (sendAbort), waiting for room until d, or
+  // until nothing moved for idleMs (-1: no such limit): whether all of it went.
+  bool pushAbort(Sock& s, const Deadline& d, int64_t idleMs = -1);
   // Reads what is missing of the next header: whether it is complete; *r is the last read's
   // result (0: nothing more now, < 0: the stream's end or error).
   bool readHeader(Sock& s, ssize_t* r);
