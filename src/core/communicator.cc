@@ -987,6 +987,10 @@ std::string CommImpl::silentPeers() {
       if (w == Connection::Word::kNothing) silent.push_back(c->peer());
     }
     if (silent.empty() || grace.expired()) break;
+    // collieCommAbort waits for this op (it takes the op's lock): the grace ends with it.
+    if (aborting_.load())
+      return "; the listening for the peers' word after this failure was cut short by "
+             "collieCommAbort";
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (silent.empty()) return "";

@@ -314,6 +314,36 @@ TEST_F(ErrorsTest, AbortUnblocksAPendingAllReduce) {
   expectAllPassed(out);
 }
 
+// After a timeout the op listens for its peers' aborts (up to 1-3 s) to name the silent ones;
+// an abort from another thread in that time ends it, and the op's error says so.
+TEST_F(ErrorsTest, AbortCutsShortTheListeningAfterATimeout) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "1000"}};  // a grace of 1 s
+  auto out = runWorld(2, opt, [](int rank, Reporter& rep) {
+    Communicator comm;
+    if (!Communicator::initFromEnv(&comm).ok()) return rep.fail("init");
+    if (rank == 1) {  // never calls: silent through rank 0's grace
+      std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+      return;
+    }
+    std::vector<float> x(1024, 1.0f);
+    Work w = comm.allreduceAsync(x.data(), x.data(), x.size(), collieFloat32, collieSum);
+    // The failure is recorded as the op fails, before it listens: the abort comes within it.
+    Deadline d = Deadline::afterMs(10000);
+    while (std::string(collieGetLastError(comm.handle())).empty() && !d.expired())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (d.expired()) return rep.fail("the op did not fail");
+    comm.abort();
+    Result r = w.wait(std::chrono::milliseconds(10000));
+    if (r.code() != collieTimeout)
+      rep.fail("want the timeout, got " + std::to_string(r.code()) + ": " + r.message());
+    if (r.message().find("cut short by collieCommAbort") == std::string::npos ||
+        r.message().find("sent no word") != std::string::npos)
+      rep.fail("the abort did not end the listening: " + r.message());
+  });
+  expectAllPassed(out);
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace collie
