@@ -34,12 +34,15 @@ struct CliOptions {
   std::string csv;
 };
 
+// The schedules grow with the square of the ranks (see --ranks).
+constexpr long kMaxRanks = 4096;
+
 void usage(FILE* out) {
   fprintf(
       out,
       "usage: collie-sim [all_reduce|reduce_scatter|all_gather|broadcast|reduce] [options]\n"
-      "  --ranks N         ranks (default 8, at most 4096: a ring's schedule has 2(n-1) steps\n"
-      "                    for each of n ranks, 2.5 GB of memory at 4096)\n"
+      "  --ranks N         ranks (default 8, at most %ld: a ring's schedule has 2(n-1) steps\n"
+      "                    for each of n ranks, 2.5 GB of memory at %ld)\n"
       "  --hosts H         hosts; ranks sit on them in contiguous blocks (default 1)\n"
       "  --net-gbps G      NIC bandwidth per host and direction, GB/s (default 25)\n"
       "  --net-us A        network latency per message, us (default 5)\n"
@@ -66,7 +69,8 @@ void usage(FILE* out) {
       "  --elem BYTES      element size (default 4)\n"
       "  -b, -e BYTES      smallest and largest size (default 8, 64M; K, M, G suffixes)\n"
       "  -f F              size step factor (default 2)\n"
-      "  -a A[,A...]       algorithms (default all:");
+      "  -a A[,A...]       algorithms (default all:",
+      kMaxRanks, kMaxRanks);
   for (const SimAlgorithm& a : simAlgorithms()) fprintf(out, " %s", a.name);
   fprintf(out,
           ")\n"
@@ -107,9 +111,6 @@ bool parseDouble(const char* text, double* out) {
   *out = v;
   return true;
 }
-
-// The schedules grow with the square of the ranks (see --ranks).
-constexpr long kMaxRanks = 4096;
 
 bool parseLong(const char* text, long lo, long hi, long* out) {
   errno = 0;
@@ -283,8 +284,9 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
         return 2;
     }
     if (!ok) {
-      fprintf(stderr, "collie-sim: bad value '%s'%s\n", optarg,
-              flag == kRanks ? " for --ranks (1 to 4096)" : "");
+      fprintf(
+          stderr, "collie-sim: bad value '%s'%s\n", optarg,
+          flag == kRanks ? (" for --ranks (1 to " + std::to_string(kMaxRanks) + ")").c_str() : "");
       return 2;
     }
   }
