@@ -78,6 +78,7 @@ class StreamConnection : public Connection {
   bool sendsQueued() const override;
   Status checkEarlyFrame(const FrameTag& mine) const override;
   Word listenAfterFailure() override;
+  bool abortPending() const override;
   void linger(const Deadline& deadline) override;
   void* peerBuffer() override { return peerBuf_; }
   void* localBuffer() override { return localBuf_; }

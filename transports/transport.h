@@ -81,6 +81,9 @@ class Connection {
   // cannot tell (kUnknown). The connection is of no further use for data.
   enum class Word { kNothing, kHeard, kUnknown };
   virtual Word listenAfterFailure() { return Word::kUnknown; }
+  // While listening: part of this rank's abort (or of the frame begun before it) has not gone
+  // yet, and goes on at each listenAfterFailure.
+  virtual bool abortPending() const { return false; }
   // Before destruction after an abort: give the peer time to read it (bounded).
   virtual void linger(const Deadline& deadline) {}
 };

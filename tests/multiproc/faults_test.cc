@@ -166,8 +166,10 @@ void stopMidOp(int n, int victim, const char* transport, const char* algo) {
       double ms = (nowNs() - t0) / 1e6;
       if (r == collieSuccess) continue;
       std::string msg = collieGetLastError(c);
-      // The ranks named silent must include the stopped one. (A live peer whose abort did not
-      // reach this rank within the grace is named too; seen under ASan, about 1 run in 5.)
+      // The ranks named silent must include the stopped one. (A live peer whose abort does not
+      // reach this rank within the grace is named too: it was, under ASan over shm in 1 run in
+      // 12, while that peer's abort waited behind a frame begun; see
+      // StreamConnection.ListeningAfterHearingThePeerStillSendsThisRanksAbort.)
       const size_t from = msg.find("after this failure peer rank");
       const size_t to = msg.find(" sent no word", from);
       bool named = false;

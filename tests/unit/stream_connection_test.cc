@@ -18,7 +18,7 @@
 namespace collie {
 namespace {
 
-// Bytes queued for the reader; counts the reads. Writes vanish.
+// Bytes queued for the reader; counts the reads. Writes are kept, as much as the peer takes.
 class ScriptedStream : public ByteStream {
  public:
   explicit ScriptedStream(int* reads) : reads_(reads) {}
@@ -36,11 +36,20 @@ class ScriptedStream : public ByteStream {
   }
   // From now on a write fails with -err (the peer is gone).
   void failWrites(int err) { writeErr_ = -err; }
+  // From now on writes take at most n more bytes (-1: all they are given).
+  void takeWrites(ssize_t n) { room_ = n; }
+  const std::string& written() const { return out_; }
   ssize_t writev(const iovec* iov, int n) override {
     if (writeErr_ != 0) return writeErr_;
-    ssize_t total = 0;
-    for (int i = 0; i < n; ++i) total += static_cast<ssize_t>(iov[i].iov_len);
-    return total;
+    size_t took = 0;
+    for (int i = 0; i < n; ++i) {
+      size_t part = iov[i].iov_len;
+      if (room_ >= 0) part = std::min(part, static_cast<size_t>(room_) - took);
+      out_.append(static_cast<const char*>(iov[i].iov_base), part);
+      took += part;
+    }
+    if (room_ >= 0) room_ -= static_cast<ssize_t>(took);
+    return static_cast<ssize_t>(took);
   }
   ssize_t read(void* buf, size_t n) override {
     ++*reads_;
@@ -55,6 +64,8 @@ class ScriptedStream : public ByteStream {
  private:
   int* reads_;
   ssize_t writeErr_ = 0;
+  ssize_t room_ = -1;
+  std::string out_;
   std::vector<char> in_;
   size_t at_ = 0;
 };
@@ -151,6 +162,38 @@ TEST(StreamConnection, ListeningAfterAFailureReadsPastDataToThePeersAbort) {
   stream->queueAbort(kComm, "rank 1: timed out");
   EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kHeard);
   EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kHeard);
+}
+
+// A rank that heard its peer's abort first still owes it its own, which waited behind a frame
+// begun that the peer did not take: it goes on as the rank listens (the peer listens for it).
+TEST(StreamConnection, ListeningAfterHearingThePeerStillSendsThisRanksAbort) {
+  int reads = 0;
+  auto owned = std::make_unique<ScriptedStream>(&reads);
+  ScriptedStream* stream = owned.get();
+  std::vector<std::unique_ptr<ByteStream>> streams;
+  streams.push_back(std::move(owned));
+  StreamConnection conn(1, kComm, std::move(streams), StreamOptions{});
+  stream->takeWrites(sizeof(FrameHeader) + 20);  // the peer takes part of a frame, then stops
+  const std::vector<char> data(100, 'd');
+  Request sq;
+  ASSERT_TRUE(conn.isend(data.data(), data.size(), stepTag(0), &sq).isOk());
+  bool progressed = false;
+  ASSERT_TRUE(conn.progress(&progressed).isOk());
+  ASSERT_FALSE(sq.done);
+  const std::string reason = "rank 0: timed out waiting for peer rank 3";
+  conn.sendAbort(reason);  // gives up on a peer that takes nothing
+  EXPECT_TRUE(conn.abortPending());
+  stream->queueAbort(kComm, "rank 1: timed out waiting for peer rank 2");
+  EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kHeard);
+  stream->takeWrites(-1);  // the peer listens, and reads again
+  EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kHeard);
+  EXPECT_FALSE(conn.abortPending());
+  const std::string& out = stream->written();
+  ASSERT_EQ(out.size(), 2 * sizeof(FrameHeader) + data.size() + reason.size());
+  FrameHeader h{};
+  memcpy(&h, out.data() + sizeof(FrameHeader) + data.size(), sizeof(h));
+  EXPECT_EQ(h.magic, kAbortMagic);
+  EXPECT_EQ(out.substr(out.size() - reason.size()), reason);
 }
 
 // A garbled frame while listening is a word too: the peer is not silent, and the connection
