@@ -158,9 +158,15 @@ class ShmDirectAllReduce : public Algorithm {
   Status checkPeer(const CollArgs& a, const AlgoContext& ctx, int j, uint64_t event);
   // Peer j made the same call by another path (a Path): its settings differ from this rank's.
   static Status otherPath(const AlgoContext& ctx, int j, uint8_t theirs, uint8_t mine);
-  // The slow part of a wait on peer j, now and then: is it alive, did it abort, is time up;
-  // then a back-off once the wait (begun at *start) is long.
-  Status checkWait(const CollArgs& a, AlgoContext& ctx, int j, uint64_t* start);
+  // One wait on a peer's flag: when it began, and whether the peer had closed its connection
+  // at the last look.
+  struct Waiting {
+    uint64_t begun = 0;
+    bool peerClosed = false;
+  };
+  // The slow part of a wait on peer j, now and then: is it alive, did it abort or close, is
+  // time up; then a back-off once the wait is long. The caller looks at its flag between calls.
+  Status checkWait(const CollArgs& a, AlgoContext& ctx, int j, Waiting* w);
   Status oneShot(const CollArgs& a, AlgoContext& ctx);
   // Up to kLineBytes in one line per rank, tag last; a barrier is such a call without data.
   Status inOneLine(const CollArgs& a, AlgoContext& ctx);
@@ -247,7 +253,7 @@ Status ShmDirectAllReduce::otherPath(const AlgoContext& ctx, int j, uint8_t thei
                       "COLLIE_SHM_CMA_BYTES must be alike on every rank");
 }
 
-Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j, uint64_t* start) {
+Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j, Waiting* w) {
   // Every peer, not only j: one that runs this call by a message algorithm (COLLIE_ALGO or the
   // settings differ) sends frames, to whichever peer its schedule names, and waits for ours.
   const FrameTag mine = ctx.tagFor(a, 0, kShmDirectId);
@@ -257,8 +263,19 @@ Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j,
     COLLIE_RETURN_IF_ERROR(ctx.conns[p]->progress(&progressed));
     COLLIE_RETURN_IF_ERROR(ctx.conns[p]->checkEarlyFrame(mine));
   }
+  // A peer that destroyed its communicator (and lives) closed its connection: it sets no flag
+  // again. But it may have set this one just before: the caller has looked at the flag since
+  // the close was first seen (what the peer wrote before its close is visible after it).
+  if (ctx.conns[j] != nullptr && ctx.conns[j]->peerClosed()) {
+    if (w->peerClosed)
+      return remoteError(std::string(ctx.opName) + ": lost peer rank " + std::to_string(j) +
+                         ": it closed its connection (destroyed its communicator, exited or "
+                         "was killed) while this rank waited for it in shared memory (" +
+                         describeFrameTag(ctx.tagFor(a, 0, kShmDirectId)) + ")");
+    w->peerClosed = true;
+  }
   const uint64_t now = nowNs();
-  if (*start == 0) *start = now;
+  if (w->begun == 0) w->begun = now;
   if (ctx.abortFlag != nullptr && ctx.abortFlag->load(std::memory_order_relaxed))
     return remoteError(std::string(ctx.opName) + ": aborted by collieCommAbort");
   if (ctx.deadline.expired())
@@ -266,8 +283,8 @@ Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j,
                         " in shared memory (" + describeFrameTag(ctx.tagFor(a, 0, kShmDirectId)) +
                         "); the peer is stuck, dead or running another op");
   // Yield to a rank sharing this core, and sleep a little once the wait is long.
-  if (now - *start > 20000) sched_yield();
-  if (now - *start > 5000000) usleep(50);
+  if (now - w->begun > 20000) sched_yield();
+  if (now - w->begun > 5000000) usleep(50);
   return Status::ok();
 }
 
@@ -287,12 +304,12 @@ Status ShmDirectAllReduce::waitAll(const CollArgs& a, AlgoContext& ctx, uint64_t
     if (j == ctx.rank) continue;
     SlotFlags* f = flags(j, event);
     std::atomic<uint64_t>& flag = staged ? f->staged : f->reduced;
-    uint64_t start = 0;
+    Waiting waiting;
     for (unsigned spin = 0; flag.load(std::memory_order_acquire) < want; ++spin) {
       if ((spin & 255) != 255)
         pauseSpin(ctx);
       else
-        COLLIE_RETURN_IF_ERROR(checkWait(a, ctx, j, &start));
+        COLLIE_RETURN_IF_ERROR(checkWait(a, ctx, j, &waiting));
     }
     if (staged) COLLIE_RETURN_IF_ERROR(checkPeer(a, ctx, j, event));
   }
@@ -322,13 +339,13 @@ Status ShmDirectAllReduce::inOneLine(const CollArgs& a, AlgoContext& ctx) {
     if (j == r) continue;
     const LineMessage* theirs = line(j, e);
     const SlotFlags* f = flags(j, e);
-    uint64_t start = 0;
+    Waiting waiting;
     for (unsigned spin = 0; theirs->tag.load(std::memory_order_acquire) != tag; ++spin) {
       if ((spin & 255) != 255) {
         pauseSpin(ctx);
         continue;
       }
-      COLLIE_RETURN_IF_ERROR(checkWait(a, ctx, j, &start));
+      COLLIE_RETURN_IF_ERROR(checkWait(a, ctx, j, &waiting));
       // The peer publishes its flags after its line: with the flags there and the line not, it
       // made another call (another count, or another path).
       if (f->staged.load(std::memory_order_acquire) == tag &&
@@ -342,7 +359,7 @@ Status ShmDirectAllReduce::inOneLine(const CollArgs& a, AlgoContext& ctx) {
         theirs->op != static_cast<uint8_t>(a.op) || theirs->coll != static_cast<uint8_t>(a.coll)) {
       // Another call: its flags, published after its line, say in full what it called.
       for (unsigned spin = 0; f->staged.load(std::memory_order_acquire) != tag; ++spin)
-        if ((spin & 255) == 255) COLLIE_RETURN_IF_ERROR(checkWait(a, ctx, j, &start));
+        if ((spin & 255) == 255) COLLIE_RETURN_IF_ERROR(checkWait(a, ctx, j, &waiting));
       return checkPeer(a, ctx, j, e);
     }
   }

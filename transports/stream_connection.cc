@@ -339,6 +339,12 @@ Connection::Word StreamConnection::listenAfterFailure() {
   return Word::kNothing;
 }
 
+bool StreamConnection::peerClosed() const {
+  for (const auto& s : socks_)
+    if (s.eof) return true;
+  return false;
+}
+
 bool StreamConnection::abortPending() const {
   if (!abortSent_) return false;
   for (const auto& s : socks_)
@@ -349,7 +355,8 @@ bool StreamConnection::abortPending() const {
 Status StreamConnection::eofError(Sock& s) {
   if (s.recvs.empty() && s.hdrGot == 0) return Status::ok();
   return fail(remoteError("lost peer rank " + std::to_string(peer_) +
-                          ": connection closed (the peer process exited or was killed)"));
+                          ": connection closed (the peer destroyed its communicator, exited or was "
+                          "killed)"));
 }
 
 Status StreamConnection::readSmallFrame(Sock& s, bool* progressed, bool* done) {

@@ -79,6 +79,7 @@ class StreamConnection : public Connection {
   Status checkEarlyFrame(const FrameTag& mine) const override;
   Word listenAfterFailure() override;
   bool abortPending() const override;
+  bool peerClosed() const override;
   void linger(const Deadline& deadline) override;
   void* peerBuffer() override { return peerBuf_; }
   void* localBuffer() override { return localBuf_; }

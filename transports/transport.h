@@ -81,6 +81,8 @@ class Connection {
   // cannot tell (kUnknown). The connection is of no further use for data.
   enum class Word { kNothing, kHeard, kUnknown };
   virtual Word listenAfterFailure() { return Word::kUnknown; }
+  // The peer closed its end (it destroyed its communicator, or exited): nothing more comes.
+  virtual bool peerClosed() const { return false; }
   // While listening: part of this rank's abort (or of the frame begun before it) has not gone
   // yet, and goes on at each listenAfterFailure.
   virtual bool abortPending() const { return false; }

@@ -2,6 +2,7 @@
 // hang. Ranks that disagree on count or dtype get an error on every rank.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -312,6 +313,61 @@ TEST_F(ErrorsTest, AbortUnblocksAPendingAllReduce) {
     if (d.expired()) rep.fail("abort did not unblock the op within 2 s");
   });
   expectAllPassed(out);
+}
+
+// A peer that destroyed its communicator and lives on: over shared memory the others waited
+// for it until their deadline. Its closed connection now says at once that it is gone.
+void destroyedPeerIsNamedAtOnce(int which) {
+  int done[2];
+  ASSERT_EQ(pipe(done), 0);
+  WorldOptions opt;
+  opt.timeoutSec = 60;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "30000"}, {"COLLIE_TRANSPORT", "shm"}};
+  auto out = runWorld(3, opt, [=](int rank, Reporter& rep) {
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
+    if (rank == 2) {  // alive until both others have returned (or 40 s)
+      collieCommDestroy(c);
+      char got[2];
+      size_t n = 0;
+      pollfd p{done[0], POLLIN, 0};
+      while (n < sizeof(got) && poll(&p, 1, 40000) == 1) {
+        const ssize_t r = read(done[0], got + n, sizeof(got) - n);
+        if (r <= 0) break;
+        n += static_cast<size_t>(r);
+      }
+      return;
+    }
+    std::vector<float> x(1024, 1.0f);
+    const collieResult_t r =
+        which == 0
+            ? collieAllReduce(x.data(), x.data(), x.size(), collieFloat32, collieSum, c, nullptr)
+        : which == 1 ? collieBroadcast(x.data(), x.data(), x.size(), collieFloat32, 0, c, nullptr)
+                     : collieBarrier(c);
+    const std::string msg = collieGetLastError(c);
+    if (write(done[1], "x", 1) != 1) rep.fail("pipe");
+    if (r != collieRemoteError)
+      rep.fail("want the peer's loss (collieRemoteError), got " + std::to_string(r) + ": " + msg);
+    if (msg.find("lost peer rank 2") == std::string::npos ||
+        msg.find("destroyed its communicator") == std::string::npos)
+      rep.fail("the error does not say that peer rank 2 closed: " + msg);
+    if (msg.find("on rank " + std::to_string(rank)) == std::string::npos)
+      rep.fail("the error does not name the local rank: " + msg);
+    collieCommDestroy(c);
+  });
+  close(done[0]);
+  close(done[1]);
+  expectAllPassed(out);
+}
+
+TEST_F(ErrorsTest, APeerThatDestroyedItsCommunicatorIsNamedAtOnceInAnAllReduceOverShm) {
+  destroyedPeerIsNamedAtOnce(0);
+}
+TEST_F(ErrorsTest, APeerThatDestroyedItsCommunicatorIsNamedAtOnceInABroadcastOverShm) {
+  destroyedPeerIsNamedAtOnce(1);
+}
+TEST_F(ErrorsTest, APeerThatDestroyedItsCommunicatorIsNamedAtOnceInABarrierOverShm) {
+  destroyedPeerIsNamedAtOnce(2);
 }
 
 // After a timeout the op listens for its peers' aborts (up to 1-3 s) to name the silent ones;
