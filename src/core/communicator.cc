@@ -960,9 +960,33 @@ Status CommImpl::fail(const Status& s) {
       if (firstError_.message() == s.message()) firstError_ = out;
       lastError_ = out.message();
     }
+  } else {
+    deliverAborts();
   }
   COLLIE_WARN(kLogColl, "%s", out.message().c_str());
   return out;
+}
+
+int64_t CommImpl::graceMs() const { return std::clamp<int64_t>(timeoutMs_ / 10, 1000, 3000); }
+
+void CommImpl::deliverAborts() {
+  // An abort that waits behind a frame begun toward a peer busy elsewhere (reducing, or waiting
+  // on another peer) goes on while the op has not returned: after it the frame's buffer may be
+  // gone, and the close alone would make that peer blame this rank (4 ranks over shm, one
+  // killed: a survivor read "lost peer rank 1: connection closed mid-frame", of a live rank).
+  // The peer reads it in its op, or as it fails in turn; this rank reads past what its peers
+  // push to it meanwhile, for the same reason.
+  const Deadline d = Deadline::afterMs(graceMs());
+  for (;;) {
+    bool owed = false;
+    for (auto& c : conns_) {
+      if (!c) continue;
+      c->listenAfterFailure();
+      owed = owed || c->abortPending();
+    }
+    if (!owed || d.expired() || aborting_.load()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 std::string CommImpl::silentPeers() {
@@ -972,8 +996,7 @@ std::string CommImpl::silentPeers() {
   // (StreamConnection::sendAbort): 4 ranks over shm, one stopped, a 300 ms grace missed a live
   // peer's abort in 1 run of 3 (then with 500 ms). A rank that has heard every peer still
   // pushes what is left of its own abort to them (behind a frame begun) before it stops.
-  const int64_t graceMs = std::clamp<int64_t>(timeoutMs_ / 10, 1000, 3000);
-  const Deadline grace = Deadline::afterMs(graceMs);
+  const Deadline grace = Deadline::afterMs(graceMs());
   std::vector<int> silent;
   size_t told = 0;  // peers whose transport can tell
   for (;;) {
@@ -1004,7 +1027,7 @@ std::string CommImpl::silentPeers() {
   if (silent.size() > kListed) names += " and " + std::to_string(silent.size() - kListed) + " more";
   const bool one = silent.size() == 1;
   std::string out = std::string("; after this failure ") + (one ? "peer rank " : "peer ranks ") +
-                    names + " sent no word in " + std::to_string(graceMs) + " ms";
+                    names + " sent no word in " + std::to_string(graceMs()) + " ms";
   if (silent.size() < told)
     out += std::string(", while every other peer reported its failure: ") +
            (one ? "that rank is the one" : "those ranks are the ones") + " stuck";

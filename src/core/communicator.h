@@ -119,6 +119,9 @@ class CommImpl {
   // come from one): every rank that failed has sent its abort, so the peers that say nothing
   // within a grace are the stuck ones. Names them ("" when none is silent or none can tell).
   std::string silentPeers();
+  // After a failure that is no timeout: what is left of this rank's abort goes on (bounded).
+  void deliverAborts();
+  int64_t graceMs() const;  // how long a failed op listens or pushes its abort after it
   void progressLoop();
 
   int rank_ = 0;
