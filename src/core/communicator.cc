@@ -939,9 +939,10 @@ Status CommImpl::fail(const Status& s) {
   }
   if (failed_.exchange(true)) return s;
   // Tell every peer why, so each survivor can name the rank that failed. First the peers that
-  // take data: an abort to a peer that does not read waits up to 500 ms, and the others listen
-  // for theirs (silentPeers). In a ring of 4 with one rank stopped, the ranks that told it first
-  // held their word to a live peer, which then named them too (1 run in 8, under ASan).
+  // take data: an abort to a peer that does not read waits up to 50 ms (500 in all), and the
+  // others listen for theirs (silentPeers). In a ring of 4 with one rank stopped, the ranks that
+  // told it first held their word to a live peer, which then named them too (1 run in 8, under
+  // ASan).
   for (const bool queued : {false, true})
     for (auto& c : conns_)
       if (c && c->sendsQueued() == queued) c->sendAbort(s.message());
@@ -961,7 +962,7 @@ Status CommImpl::fail(const Status& s) {
       lastError_ = out.message();
     }
   } else {
-    deliverAborts();
+    listenAfterFailure(/*forWord=*/false);
   }
   COLLIE_WARN(kLogColl, "%s", out.message().c_str());
   return out;
@@ -969,56 +970,51 @@ Status CommImpl::fail(const Status& s) {
 
 int64_t CommImpl::graceMs() const { return std::clamp<int64_t>(timeoutMs_ / 10, 1000, 3000); }
 
-void CommImpl::deliverAborts() {
-  // An abort that waits behind a frame begun toward a peer busy elsewhere (reducing, or waiting
-  // on another peer) goes on while the op has not returned: after it the frame's buffer may be
-  // gone, and the close alone would make that peer blame this rank (4 ranks over shm, one
-  // killed: a survivor read "lost peer rank 1: connection closed mid-frame", of a live rank).
-  // The peer reads it in its op, or as it fails in turn; this rank reads past what its peers
-  // push to it meanwhile, for the same reason.
-  const Deadline d = Deadline::afterMs(graceMs());
+CommImpl::Hearing CommImpl::listenAfterFailure(bool forWord) {
+  // Without forWord (a failure that is no timeout): an abort that waits behind a frame begun
+  // toward a peer busy elsewhere (reducing, or waiting on another peer) goes on while the op has
+  // not returned: after it the frame's buffer may be gone, and the close alone would make that
+  // peer blame this rank (4 ranks over shm, one killed: a survivor read "lost peer rank 1:
+  // connection closed mid-frame", of a live rank). The peer reads it in its op, or as it fails
+  // in turn; this rank reads past what its peers push to it meanwhile, for the same reason.
+  //
+  // With forWord (silentPeers): ranks that failed on their own deadline did so within the skew
+  // of their calls' starts; the others fail as the first abort reaches them, within
+  // milliseconds. But a rank tells its peers one after another, and a peer that takes nothing
+  // holds it up to 50 ms (StreamConnection::sendAbort): 4 ranks over shm, one stopped, a 300 ms
+  // grace missed a live peer's abort in 1 run of 3 (then with 500 ms). A rank that has heard
+  // every peer still pushes what is left of its own abort to them before it stops: they listen
+  // for it.
+  const Deadline grace = Deadline::afterMs(graceMs());
+  Hearing h;
   for (;;) {
-    bool owed = false;
+    h.silent.clear();
+    h.told = 0;
+    bool owed = false;  // this rank's own abort, not all gone to a peer that waits for it
     for (auto& c : conns_) {
       if (!c) continue;
-      c->listenAfterFailure();
-      owed = owed || c->abortPending();
+      const Connection::Word w = c->listenAfterFailure();
+      if (w != Connection::Word::kUnknown) ++h.told;
+      if (w == Connection::Word::kNothing) h.silent.push_back(c->peer());
+      if (c->abortPending() && (!forWord || w == Connection::Word::kHeard)) owed = true;
     }
-    if (!owed || d.expired() || aborting_.load()) return;
+    if (((!forWord || h.silent.empty()) && !owed) || grace.expired()) return h;
+    // collieCommAbort waits for this op (it takes the op's lock): the grace ends with it.
+    if (aborting_.load()) {
+      h.cutShort = true;
+      return h;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
 std::string CommImpl::silentPeers() {
-  // Ranks that failed on their own deadline did so within the skew of their calls' starts;
-  // the others fail as the first abort reaches them, within milliseconds. But a rank tells its
-  // peers one after another, and a peer that takes nothing holds it up to 50 ms
-  // (StreamConnection::sendAbort): 4 ranks over shm, one stopped, a 300 ms grace missed a live
-  // peer's abort in 1 run of 3 (then with 500 ms). A rank that has heard every peer still
-  // pushes what is left of its own abort to them (behind a frame begun) before it stops.
-  const Deadline grace = Deadline::afterMs(graceMs());
-  std::vector<int> silent;
-  size_t told = 0;  // peers whose transport can tell
-  for (;;) {
-    silent.clear();
-    told = 0;
-    bool owed = false;  // this rank's own abort, not all gone to a peer that spoke
-    for (auto& c : conns_) {
-      if (!c) continue;
-      const Connection::Word w = c->listenAfterFailure();
-      if (w == Connection::Word::kUnknown) continue;
-      ++told;
-      if (w == Connection::Word::kNothing) silent.push_back(c->peer());
-      if (w == Connection::Word::kHeard && c->abortPending()) owed = true;
-    }
-    // The peers listen for this rank too: it stays until they have its word.
-    if ((silent.empty() && !owed) || grace.expired()) break;
-    // collieCommAbort waits for this op (it takes the op's lock): the grace ends with it.
-    if (aborting_.load())
-      return "; the listening for the peers' word after this failure was cut short by "
-             "collieCommAbort";
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  const Hearing h = listenAfterFailure(/*forWord=*/true);
+  if (h.cutShort)
+    return "; the listening for the peers' word after this failure was cut short by "
+           "collieCommAbort";
+  const std::vector<int>& silent = h.silent;
+  const size_t told = h.told;
   if (silent.empty()) return "";
   std::string names;
   constexpr size_t kListed = 8;

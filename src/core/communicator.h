@@ -119,8 +119,16 @@ class CommImpl {
   // come from one): every rank that failed has sent its abort, so the peers that say nothing
   // within a grace are the stuck ones. Names them ("" when none is silent or none can tell).
   std::string silentPeers();
-  // After a failure that is no timeout: what is left of this rank's abort goes on (bounded).
-  void deliverAborts();
+  // What a failed op hears in its grace (listenAfterFailure).
+  struct Hearing {
+    std::vector<int> silent;  // peers that said nothing
+    size_t told = 0;          // peers whose transport can tell whether they spoke
+    bool cutShort = false;    // collieCommAbort ended it
+  };
+  // Listens to every peer and pushes what is left of this rank's abort (behind a frame begun),
+  // until it has gone to every peer (and, with forWord, every peer has spoken), or the grace
+  // ends, or collieCommAbort comes.
+  Hearing listenAfterFailure(bool forWord);
   int64_t graceMs() const;  // how long a failed op listens or pushes its abort after it
   void progressLoop();
 
