@@ -126,8 +126,8 @@ class CommImpl {
     bool cutShort = false;    // collieCommAbort ended it
   };
   // Listens to every peer and pushes what is left of this rank's abort (behind a frame begun),
-  // until it has gone to every peer (and, with forWord, every peer has spoken), or the grace
-  // ends, or collieCommAbort comes.
+  // until it has gone to every peer (with forWord: until every peer has spoken and it has gone
+  // to each), or the grace ends, or collieCommAbort comes.
   Hearing listenAfterFailure(bool forWord);
   int64_t graceMs() const;  // how long a failed op listens or pushes its abort after it
   void progressLoop();
