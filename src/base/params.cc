@@ -30,7 +30,8 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_SOCKET_CC", "",
        "TCP congestion control of the data sockets, e.g. reno (default: the system's)"},
       {"COLLIE_SPIN_US", "50",
-       "busy-poll this long before sleeping, us (yielding the core when ranks outnumber cores)"},
+       "busy-poll this long before sleeping, us (yielding the core when this machine's ranks "
+       "outnumber its cores)"},
       {"COLLIE_HOSTID", "", "host identity override (default: hostname + boot id + netns)"},
       {"COLLIE_ALGO", "",
        "force an algorithm (ring, tree, rhd, recursive_doubling, shm_direct, hierarchical; "

@@ -135,6 +135,7 @@ class CommImpl {
   int rank_ = 0;
   int nranks_ = 1;
   int localRanks_ = 1;       // ranks on this host, this one included
+  int machineRanks_ = 1;     // ranks on this machine (kernel), at least localRanks_
   std::vector<int> hostOf_;  // per rank, the lowest rank on its host
   bool oversubscribed_ = false;
   int64_t timeoutMs_ = 300000;

@@ -1,7 +1,10 @@
 // The two ways in (unique id, environment) and the C++ API: RAII, typed views, async Work.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "collie/collie.h"
@@ -37,6 +40,33 @@ TEST(Api, UniqueIdMadeByTheParentProcessInitsThreeRanks) {
     collieCommDestroy(c);
   });
   expectAllPassed(out);
+}
+
+TEST(Api, RanksOnHostsOfOneMachineCountItsCoresAsShared) {
+  // Three hosts (COLLIE_HOSTID) on this one machine, as network namespaces or containers make:
+  // each rank is alone on its host, but the three share the machine's cores, and where they
+  // outnumber them every wait yields the core instead of spinning.
+  const int n = 3;
+  WorldOptions opt;
+  opt.env = {{"COLLIE_DEBUG", "INFO"}, {"COLLIE_DEBUG_SUBSYS", "INIT"}};
+  auto out = runWorld(n, opt, [](int rank, Reporter& rep) {
+    setenv("COLLIE_HOSTID", ("host" + std::to_string(rank)).c_str(), 1);
+    collieComm_t c = nullptr;
+    if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail(collieGetLastError(nullptr));
+    std::vector<int32_t> v(1000);
+    fillInput(v.data(), collieInt32, collieSum, rank, v.size(), n);
+    if (collieAllReduce(v.data(), v.data(), v.size(), collieInt32, collieSum, c, nullptr) !=
+        collieSuccess)
+      return rep.fail(collieGetLastError(c));
+    std::string bad;
+    if (countWrong(v.data(), collieInt32, collieSum, v.size(), n, &bad)) rep.fail(bad);
+    collieCommDestroy(c);
+  });
+  expectAllPassed(out);
+  const unsigned cores = std::thread::hardware_concurrency();
+  const std::string says = "3 ranks on this machine, 1 on this host, " + std::to_string(cores) +
+                           " cores: " + (cores < 3 ? "waits yield the core" : "waits spin");
+  for (const auto& o : out) EXPECT_NE(o.output.find(says), std::string::npos) << o.output;
 }
 
 TEST(Api, TheSameCallAgainFollowsEveryChangeOfTheForcedAlgorithm) {
