@@ -10,10 +10,16 @@
 
 namespace collie {
 
+// Every connection moves, also after one has failed: a request of another may complete in the
+// same round. The first failure is returned.
 Status Poller::progressAll(bool* progressed) {
-  for (Connection* c : conns_)
-    if (c != nullptr && c->hasPending()) COLLIE_RETURN_IF_ERROR(c->progress(progressed));
-  return Status::ok();
+  Status first;
+  for (Connection* c : conns_) {
+    if (c == nullptr || !c->hasPending()) continue;
+    Status st = c->progress(progressed);
+    if (first.isOk()) first = st;
+  }
+  return first;
 }
 
 Status Poller::sleepOnFds(int timeoutMs) {
@@ -41,8 +47,13 @@ Status Poller::sleepOnFds(int timeoutMs) {
     // Something is readable: let every connection look, also those with nothing posted, so a
     // peer's abort or close is noticed while this rank waits on another peer.
     bool progressed = false;
-    for (Connection* c : conns_)
-      if (c != nullptr) COLLIE_RETURN_IF_ERROR(c->progress(&progressed));
+    Status first;
+    for (Connection* c : conns_) {
+      if (c == nullptr) continue;
+      Status st = c->progress(&progressed);
+      if (first.isOk()) first = st;
+    }
+    return first;
   }
   return Status::ok();
 }
@@ -64,10 +75,15 @@ Status Poller::progressUntilAny(Request* const* reqs, size_t n, const Deadline& 
   };
   uint64_t spinUntil = nowNs() + static_cast<uint64_t>(spinUs_) * 1000;
   unsigned spins = 0;
+  // A request that completes in the round where another connection fails (its peer aborted a
+  // later op, which this rank has not begun: 3 ranks over tcp, one running a call by another
+  // algorithm, failed one rank's init) is done: the failure stays with that connection and
+  // ends the next wait on it.
   for (;;) {
     bool progressed = false;
-    COLLIE_RETURN_IF_ERROR(progressAll(&progressed));
+    Status st = progressAll(&progressed);
     if (anyDone()) return Status::ok();
+    COLLIE_RETURN_IF_ERROR(st);
     if (progressed) {
       spins = 0;
       spinUntil = 0;  // re-armed below on the first idle round
@@ -82,7 +98,9 @@ Status Poller::progressUntilAny(Request* const* reqs, size_t n, const Deadline& 
       for (size_t i = 0; i < n; ++i)
         if (!reqs[i]->done) return timedOut(reqs[i], op);
     }
-    COLLIE_RETURN_IF_ERROR(sleepOnFds(deadline.remainingMs(abort_ ? 50 : 200)));
+    st = sleepOnFds(deadline.remainingMs(abort_ ? 50 : 200));
+    if (anyDone()) return Status::ok();
+    COLLIE_RETURN_IF_ERROR(st);
   }
 }
 
