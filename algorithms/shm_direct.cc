@@ -271,7 +271,7 @@ Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j,
       return remoteError(std::string(ctx.opName) + ": lost peer rank " + std::to_string(j) +
                          ": it closed its connection (destroyed its communicator, exited or "
                          "was killed) while this rank waited for it in shared memory (" +
-                         describeFrameTag(ctx.tagFor(a, 0, kShmDirectId)) + ")");
+                         describeFrameTag(mine) + ")");
     w->peerClosed = true;
   }
   const uint64_t now = nowNs();
@@ -280,7 +280,7 @@ Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j,
     return remoteError(std::string(ctx.opName) + ": aborted by collieCommAbort");
   if (ctx.deadline.expired())
     return timeoutError(std::string(ctx.opName) + ": " + kTimedOutWaitingFor + std::to_string(j) +
-                        " in shared memory (" + describeFrameTag(ctx.tagFor(a, 0, kShmDirectId)) +
+                        " in shared memory (" + describeFrameTag(mine) +
                         "); the peer is stuck, dead or running another op");
   // Yield to a rank sharing this core, and sleep a little once the wait is long.
   if (now - w->begun > 20000) sched_yield();
