@@ -50,6 +50,17 @@ class Builder {
   std::vector<ChunkSpan> pieces(rhd::Range r) const {
     return pieces(boundary_(r.lo), boundary_(r.hi), r.lo, r.hi);
   }
+  // The pieces of r with those of first (its lower or upper half) before the rest; empty
+  // pieces only where r has no bytes.
+  std::vector<ChunkSpan> piecesFirst(rhd::Range r, rhd::Range first) const {
+    const rhd::Range rest =
+        first.lo == r.lo ? rhd::Range{first.hi, r.hi} : rhd::Range{r.lo, first.lo};
+    std::vector<ChunkSpan> out;
+    for (const rhd::Range& part : {first, rest})
+      for (const ChunkSpan& c : pieces(part))
+        if (c.bytes > 0) out.push_back(c);
+    return out.empty() ? pieces(r) : out;
+  }
 
   // The last receive that wrote into [off, off + bytes) of the working buffer, or -1.
   int writer(size_t off, size_t bytes) const {
@@ -94,13 +105,19 @@ void halving(Builder& b, int v, int n, const char* cur0, char* work, bool avg,
              const std::function<char*(ChunkSpan)>& lastOut) {
   const int steps = rhd::numSteps(n);
   for (int k = 0; k < steps; ++k) {
-    const int peer = rd::realRank(rhd::halvingPartner(v, k, n), n);
+    const int pv = rhd::halvingPartner(v, k, n), peer = rd::realRank(pv, n);
     const char* cur = k == 0 ? cur0 : work;
+    // What a rank receives, it sends first the half that it hands on in the next step: that
+    // half is reduced (and can leave) while the other still arrives.
+    const bool last = k + 1 == steps;
+    const rhd::Range sent = rhd::sentInHalving(v, k, n), kept = rhd::keptAfterHalving(v, k, n);
     b.nextStep();
-    for (const ChunkSpan& c : b.pieces(rhd::sentInHalving(v, k, n)))
+    for (const ChunkSpan& c :
+         last ? b.pieces(sent) : b.piecesFirst(sent, rhd::sentInHalving(pv, k + 1, n)))
       b.send(peer, cur, c, cur == work);
-    const bool lowerFirst = rhd::halvingPartner(v, k, n) < v;
-    for (const ChunkSpan& c : b.pieces(rhd::keptAfterHalving(v, k, n))) {
+    const bool lowerFirst = pv < v;
+    for (const ChunkSpan& c :
+         last ? b.pieces(kept) : b.piecesFirst(kept, rhd::sentInHalving(v, k + 1, n))) {
       ScheduleRecv x;
       x.peer = peer;
       x.bytes = c.bytes;
@@ -115,10 +132,16 @@ void halving(Builder& b, int v, int n, const char* cur0, char* work, bool avg,
 
 void doubling(Builder& b, int v, int n, char* work) {
   for (int j = 0; j < rhd::numSteps(n); ++j) {
-    const int peer = rd::realRank(rhd::doublingPartner(v, j), n);
+    const int pv = rhd::doublingPartner(v, j), peer = rd::realRank(pv, n);
     b.nextStep();
-    for (const ChunkSpan& c : b.pieces(rhd::sentInDoubling(v, j))) b.send(peer, work, c, true);
-    for (const ChunkSpan& c : b.pieces(rhd::receivedInDoubling(v, j))) {
+    // The range a rank sends holds what it had before the previous step (first) and what that
+    // step brought, which may still be arriving.
+    const rhd::Range sent = rhd::sentInDoubling(v, j), got = rhd::receivedInDoubling(v, j);
+    for (const ChunkSpan& c :
+         j == 0 ? b.pieces(sent) : b.piecesFirst(sent, rhd::sentInDoubling(v, j - 1)))
+      b.send(peer, work, c, true);
+    for (const ChunkSpan& c :
+         j == 0 ? b.pieces(got) : b.piecesFirst(got, rhd::sentInDoubling(pv, j - 1))) {
       ScheduleRecv x;
       x.peer = peer;
       x.bytes = c.bytes;
