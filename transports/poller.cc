@@ -10,12 +10,12 @@
 
 namespace collie {
 
-// Every connection moves, also after one has failed: a request of another may complete in the
-// same round. The first failure is returned.
-Status Poller::progressAll(bool* progressed) {
+// Every connection moves (with idleToo also those with nothing posted), also after one has
+// failed: a request of another may complete in the same round. The first failure is returned.
+Status Poller::progressAll(bool* progressed, bool idleToo) {
   Status first;
   for (Connection* c : conns_) {
-    if (c == nullptr || !c->hasPending()) continue;
+    if (c == nullptr || (!idleToo && !c->hasPending())) continue;
     Status st = c->progress(progressed);
     if (first.isOk()) first = st;
   }
@@ -47,13 +47,7 @@ Status Poller::sleepOnFds(int timeoutMs) {
     // Something is readable: let every connection look, also those with nothing posted, so a
     // peer's abort or close is noticed while this rank waits on another peer.
     bool progressed = false;
-    Status first;
-    for (Connection* c : conns_) {
-      if (c == nullptr) continue;
-      Status st = c->progress(&progressed);
-      if (first.isOk()) first = st;
-    }
-    return first;
+    return progressAll(&progressed, true);
   }
   return Status::ok();
 }

@@ -124,7 +124,7 @@ class Poller {
   Status wait(Request* req, const Deadline& deadline, const char* op);
   // Returns when at least one of reqs completes, or as wait() does on error.
   Status progressUntilAny(Request* const* reqs, size_t n, const Deadline& deadline, const char* op);
-  Status progressAll(bool* progressed);
+  Status progressAll(bool* progressed, bool idleToo = false);
 
  private:
   Status sleepOnFds(int timeoutMs);
