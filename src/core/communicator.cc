@@ -117,13 +117,13 @@ static std::string machineId() {
   return id.empty() ? "unknown" : noSpaces(id);
 }
 
-// Which host this process is on: hostname + boot id + network namespace, or COLLIE_HOSTID.
-static std::string hostId() {
+// Which host this process is on: hostname + machine + network namespace, or COLLIE_HOSTID.
+static std::string hostId(const std::string& machine) {
   std::string forced = params().getString("COLLIE_HOSTID");
   if (!forced.empty()) return forced;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  std::string id = std::string(host) + "/" + machineId();
+  std::string id = std::string(host) + "/" + machine;
   char ns[128] = {0};
   ssize_t n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
   if (n > 0) id += "/" + std::string(ns, static_cast<size_t>(n));
@@ -297,10 +297,11 @@ Status CommImpl::init(BootstrapInfo info) {
   if (!tcp.isOk()) return tcp.status().withContext(where);
   tcp_ = tcp.take();
 
+  const std::string machine = machineId();
   COLLIE_RETURN_IF_ERROR(
       store_
-          ->set("rank/" + std::to_string(rank_), std::to_string(nranks_) + " " + hostId() + " " +
-                                                     machineId() + " " + tcp_->address())
+          ->set("rank/" + std::to_string(rank_), std::to_string(nranks_) + " " + hostId(machine) +
+                                                     " " + machine + " " + tcp_->address())
           .withContext(where));
   std::vector<std::string> keys, missing;
   for (int r = 0; r < nranks_; ++r) keys.push_back("rank/" + std::to_string(r));
