@@ -25,8 +25,9 @@ static const std::vector<ParamInfo>& table() {
        "Messages >= COLLIE_STRIPE_BYTES are striped over a peer's sockets"},
       {"COLLIE_STRIPE_BYTES", "256K", "smallest message striped over all of a peer's sockets"},
       {"COLLIE_CHUNK_BYTES", "512K", "pipeline chunk of the ring algorithm, bytes"},
-      {"COLLIE_SOCKET_BUFFER", "4M",
-       "SO_SNDBUF/SO_RCVBUF per socket (0 = kernel default; at least 64K)"},
+      {"COLLIE_SOCKET_BUFFER", "",
+       "SO_SNDBUF/SO_RCVBUF per socket (unset: 4M to a peer on this host, 512K to a peer on "
+       "another host; 0 = kernel default; at least 64K)"},
       {"COLLIE_SOCKET_CC", "",
        "TCP congestion control of the data sockets, e.g. reno (default: the system's)"},
       {"COLLIE_SPIN_US", "50",

@@ -1,7 +1,9 @@
 // The two ways in (unique id, environment) and the C++ API: RAII, typed views, async Work.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -67,6 +69,61 @@ TEST(Api, RanksOnHostsOfOneMachineCountItsCoresAsShared) {
   const std::string says = "3 ranks on this machine, 1 on this host, " + std::to_string(cores) +
                            " cores: " + (cores < 3 ? "waits yield the core" : "waits spin");
   for (const auto& o : out) EXPECT_NE(o.output.find(says), std::string::npos) << o.output;
+}
+
+// The kernel's figure for a socket buffer asked of it: twice the ask, capped at the sysctl.
+int kernelBuffer(int asked, const char* sysctl) {
+  FILE* f = fopen(sysctl, "r");
+  long long most = 0;
+  if (f != nullptr) {
+    if (fscanf(f, "%lld", &most) != 1) most = 0;
+    fclose(f);
+  }
+  return static_cast<int>(2 * (most > 0 ? std::min<long long>(asked, most) : asked));
+}
+
+TEST(Api, SocketBuffersAreLargeInsideAHostAndSmallAcrossHostsUnlessSet) {
+  // Ranks 0 and 1 on one host, 2 and 3 on another (COLLIE_HOSTID), all over tcp: 4 MiB
+  // buffers to a peer on the same host, 512 KiB across; COLLIE_SOCKET_BUFFER sets them all.
+  for (const char* set : {"", "1M"}) {
+    SCOPED_TRACE(std::string("COLLIE_SOCKET_BUFFER=") + set);
+    WorldOptions opt;
+    opt.env = {{"COLLIE_TRANSPORT", "tcp"},
+               {"COLLIE_DEBUG", "INFO"},
+               {"COLLIE_DEBUG_SUBSYS", "NET"},
+               {"COLLIE_TUNER_PROBE", "0"}};
+    if (*set) opt.env.push_back({"COLLIE_SOCKET_BUFFER", set});
+    auto out = runWorld(4, opt, [](int rank, Reporter& rep) {
+      setenv("COLLIE_HOSTID", rank < 2 ? "hostA" : "hostB", 1);
+      collieComm_t c = nullptr;
+      if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail(collieGetLastError(nullptr));
+      std::vector<int32_t> v((1 << 20) + 3);
+      fillInput(v.data(), collieInt32, collieSum, rank, v.size(), 4);
+      if (collieAllReduce(v.data(), v.data(), v.size(), collieInt32, collieSum, c, nullptr) !=
+          collieSuccess)
+        return rep.fail(collieGetLastError(c));
+      std::string bad;
+      if (countWrong(v.data(), collieInt32, collieSum, v.size(), 4, &bad)) rep.fail(bad);
+      collieCommDestroy(c);
+    });
+    expectAllPassed(out);
+    ASSERT_EQ(out.size(), 4u);
+    for (const RankOutcome& o : out) {
+      const int r = o.rank;
+      for (int p = 0; p < 4; ++p) {
+        if (p == r) continue;
+        const bool sameHost = (r < 2) == (p < 2);
+        const int asked = *set ? 1 << 20 : sameHost ? 4 << 20 : 512 << 10;
+        const std::string says =
+            "rank " + std::to_string(r) + " -> peer rank " + std::to_string(p) + ": " +
+            (sameHost ? "3" : "1") + " tcp sockets, buffers of " + std::to_string(asked) +
+            " bytes asked (kernel: SO_SNDBUF " +
+            std::to_string(kernelBuffer(asked, "/proc/sys/net/core/wmem_max")) + ", SO_RCVBUF " +
+            std::to_string(kernelBuffer(asked, "/proc/sys/net/core/rmem_max")) + ")";
+        EXPECT_NE(o.output.find(says), std::string::npos) << says << "\n" << o.output;
+      }
+    }
+  }
 }
 
 TEST(Api, TheSameCallAgainFollowsEveryChangeOfTheForcedAlgorithm) {

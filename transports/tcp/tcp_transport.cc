@@ -145,12 +145,15 @@ Status TcpTransport::connectAll(const std::vector<std::string>& addrs,
 
 Status TcpTransport::connectAll(const std::vector<std::string>& addrs,
                                 const std::vector<int>& socks, const Deadline& deadline,
-                                std::vector<std::unique_ptr<Connection>>* conns) {
+                                std::vector<std::unique_ptr<Connection>>* conns,
+                                const std::vector<int>& bufBytes) {
   const int n = id_.nranks, me = id_.rank;
-  if (static_cast<int>(socks.size()) != n || static_cast<int>(addrs.size()) != n)
+  if (static_cast<int>(socks.size()) != n || static_cast<int>(addrs.size()) != n ||
+      (!bufBytes.empty() && static_cast<int>(bufBytes.size()) != n))
     return invalidArgument("tcp connect: " + std::to_string(n) + " ranks, " +
                            std::to_string(addrs.size()) + " addresses, " +
-                           std::to_string(socks.size()) + " socket counts");
+                           std::to_string(socks.size()) + " socket counts, " +
+                           std::to_string(bufBytes.size()) + " buffer sizes");
   for (int p = 0; p < n; ++p)
     if (p != me && (socks[p] < 0 || socks[p] > 64))
       return invalidArgument("tcp connect: " + std::to_string(socks[p]) + " sockets to peer rank " +
@@ -208,10 +211,20 @@ Status TcpTransport::connectAll(const std::vector<std::string>& addrs,
   for (int p = 0; p < n; ++p) {
     if (p == me || socks[p] == 0) continue;
     std::vector<std::unique_ptr<ByteStream>> streams;
+    const int buf = bufBytes.empty() ? opt_.bufBytes : bufBytes[p];
     for (int fd : fds[p]) {
-      tuneSocket(fd, opt_.userTimeoutMs, opt_.bufBytes, opt_.congestion);
+      tuneSocket(fd, opt_.userTimeoutMs, buf, opt_.congestion);
       streams.emplace_back(new TcpStream(fd));
     }
+    int snd = 0, rcv = 0;
+    socklen_t len = sizeof(int);
+    getsockopt(fds[p][0], SOL_SOCKET, SO_SNDBUF, &snd, &len);
+    len = sizeof(int);
+    getsockopt(fds[p][0], SOL_SOCKET, SO_RCVBUF, &rcv, &len);
+    COLLIE_INFO(kLogNet,
+                "rank %d -> peer rank %d: %d tcp sockets, buffers of %d bytes asked (kernel: "
+                "SO_SNDBUF %d, SO_RCVBUF %d)",
+                me, p, static_cast<int>(fds[p].size()), buf, snd, rcv);
     StreamOptions so;
     so.stripeBytes = opt_.stripeBytes;
     (*conns)[p].reset(new StreamConnection(p, id_.commId, std::move(streams), so));

@@ -25,7 +25,7 @@ struct Identity {
 struct TcpOptions {
   int nsocks = 2;  // sockets to each peer connectAll(want) connects; 0: the caller gives counts
   size_t stripeBytes = 256 << 10;
-  int bufBytes = 4 << 20;
+  int bufBytes = 4 << 20;  // SO_SNDBUF/SO_RCVBUF of every socket (0: the kernel's)
   int64_t userTimeoutMs = 300000;
   std::string congestion;  // TCP congestion control of the data sockets; "" the system's
 };
@@ -44,8 +44,11 @@ class TcpTransport : public Transport {
   // accepts lower ones, checking each hello. Strangers are dropped with a WARN.
   // socks[p] sockets go to peer p, 1 to 64, and both ranks of a pair must ask the same count;
   // a peer with 0 is not connected (it uses another transport) and conns[p] is left alone.
+  // bufBytes[p], where given, is the SO_SNDBUF/SO_RCVBUF of the sockets to peer p (0: the
+  // kernel's); opt.bufBytes otherwise.
   Status connectAll(const std::vector<std::string>& addrs, const std::vector<int>& socks,
-                    const Deadline& deadline, std::vector<std::unique_ptr<Connection>>* conns);
+                    const Deadline& deadline, std::vector<std::unique_ptr<Connection>>* conns,
+                    const std::vector<int>& bufBytes = {});
   // The same with opt.nsocks sockets to each peer with want[p].
   Status connectAll(const std::vector<std::string>& addrs, const std::vector<bool>& want,
                     const Deadline& deadline, std::vector<std::unique_ptr<Connection>>* conns);
