@@ -113,7 +113,7 @@ class UcxConnection : public Connection {
   Status progress(bool* progressed) override;
   void appendPollFds(std::vector<pollfd>* fds) const override;
   void sendAbort(const std::string& reason) override;
-  bool hasPending() const override { return userInFlight_ > 0 || !failed_.isOk(); }
+  bool hasPending() const override { return userInFlight_ > 0 || !failed_.isOk() || opFailed_; }
   void linger(const Deadline& deadline) override;
 
   // Called from UCX's callbacks (inside ucp_worker_progress, of any connection of the worker).
@@ -138,6 +138,7 @@ class UcxConnection : public Connection {
   static void complete(UcxOp* op, void* request, ucs_status_t status, size_t length);
   void* startFlush();
   Status lost(const char* what, ucs_status_t status);
+  void lostAfterGrace(const char* what, ucs_status_t status);
   Status fail(Status st);
   std::string who() const { return "peer rank " + std::to_string(peer_); }
 
@@ -153,8 +154,11 @@ class UcxConnection : public Connection {
   Status failed_;         // reported by progress() until the connection is destroyed
   Status peerLost_;       // the endpoint failed; an error only where something is in flight
   bool epFailed_ = false;
-  bool aborted_ = false;    // the peer sent us an abort
-  bool abortSent_ = false;  // we sent the peer one
+  bool opFailed_ = false;  // an op failed with peerLost_: an error even with nothing in flight
+  uint64_t lostAtNs_ = 0;  // when progress() first saw peerLost_ with something waiting on it
+  static constexpr uint64_t kAbortGraceNs = 50000000;  // 50 ms
+  bool aborted_ = false;                               // the peer sent us an abort
+  bool abortSent_ = false;                             // we sent the peer one
   bool abortInFlight_ = false;
   bool wantCancel_ = false;  // receives to cancel at the next progress (not from a callback)
   bool flushed_ = false;     // linger flushed the endpoint already (or gave up on it)
