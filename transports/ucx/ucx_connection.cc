@@ -315,11 +315,6 @@ void UcxConnection::lostAfterGrace(const char* what, ucs_status_t status) {
   opFailed_ = true;
 }
 
-Status UcxConnection::lost(const char* what, ucs_status_t status) {
-  return fail(remoteError("lost " + who() + ": " + what + " (" + api_->statusString(status) +
-                          "; the peer process died or the link is down)"));
-}
-
 Status UcxConnection::fail(Status st) {
   if (failed_.isOk()) {
     failed_ = st;

@@ -137,7 +137,6 @@ class UcxConnection : public Connection {
                            void* user);
   static void complete(UcxOp* op, void* request, ucs_status_t status, size_t length);
   void* startFlush();
-  Status lost(const char* what, ucs_status_t status);
   void lostAfterGrace(const char* what, ucs_status_t status);
   Status fail(Status st);
   std::string who() const { return "peer rank " + std::to_string(peer_); }
