@@ -307,7 +307,7 @@ void UcxConnection::onEndpointError(ucs_status_t status) {
 void UcxConnection::lostAfterGrace(const char* what, ucs_status_t status) {
   // An op that fails with its endpoint: the peer's abort, sent before it closed and naming the
   // rank it lost, may still complete, and is the better error (4 ranks, one killed: a survivor
-  // named another survivor, which had aborted and exited, in 3 runs of 80 under ASan; in none
+  // named another survivor, which had aborted and exited, in 2 runs of 30 under ASan; in none
   // of 80 with the grace). progress() fails the connection once the grace has passed.
   if (peerLost_.isOk())
     peerLost_ = remoteError("lost " + who() + ": " + what + " (" + api_->statusString(status) +
