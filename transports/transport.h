@@ -138,10 +138,69 @@ class Poller {
   std::vector<struct pollfd> fds_;
 };
 
+// Where a rank runs, as far as the choice of a transport goes.
+struct RankPlace {
+  int rank = 0;
+  std::string host;  // equal strings: one host, reachable through shared memory
+};
+
+// Moves short values between ranks for transports' group steps. The communicator implements it
+// over its Store, so that transports never see the Store.
+class AddressExchange {
+ public:
+  virtual ~AddressExchange() = default;
+  // Publishes this rank's value under key.
+  virtual Status publish(const std::string& key, const std::string& value) = 0;
+  // What each of ranks published under key, in that order; waits for all until deadline.
+  virtual Status collect(const std::string& key, const std::vector<int>& ranks,
+                         const Deadline& deadline, std::vector<std::string>* values) = 0;
+  // publish, then collect.
+  Status exchange(const std::string& key, const std::string& value, const std::vector<int>& ranks,
+                  const Deadline& deadline, std::vector<std::string>* values);
+};
+
+// Connections by rank; null for this rank and for peers not connected yet.
+using ConnectionTable = std::vector<std::unique_ptr<Connection>>;
+
+// What one transport's group step works on. Every rank with peers for the transport runs the
+// step at the same point, with the peers that chose it (a symmetric relation).
+struct ConnectStep {
+  AddressExchange* exchange = nullptr;
+  const std::vector<RankPlace>* ranks = nullptr;  // every rank, by rank
+  int self = 0;
+  // In: the peers to connect, in rank order. Out: those connected; the rest take fallback.
+  std::vector<int> peers;
+  // The transport the peers take where this one gives them up; null: giving up is an error.
+  const char* fallback = nullptr;
+  // Where the user restricted the transports, how ("COLLIE_TRANSPORT=shm"), for messages.
+  std::string restriction;
+  Deadline deadline;
+  const RankPlace& me() const { return (*ranks)[static_cast<size_t>(self)]; }
+  bool sameHost(int peer) const { return (*ranks)[static_cast<size_t>(peer)].host == me().host; }
+};
+
+// A way to reach peers: it hands out its address as bytes and connects to a peer's bytes.
 class Transport {
  public:
   virtual ~Transport() = default;
   virtual const char* name() const = 0;
+  // Whether this transport may reach peer from local at all, before any set-up.
+  virtual bool canConnect(const RankPlace& local, const RankPlace& peer) const = 0;
+  // This rank's address, for the peers' connect.
+  virtual std::string localAddress() const = 0;
+  // A connection to peer from the bytes its localAddress() gave; both sides call it.
+  virtual StatusOr<std::unique_ptr<Connection>> connect(int peer, const std::string& peerBytes) = 0;
+  // The group step: connects step->peers with them. The default exchanges localAddress()
+  // under the transport's name and connects each peer; transports that size a shared resource
+  // together or connect a mesh in order override it.
+  virtual Status connectGroup(ConnectStep* step, ConnectionTable* conns);
+  // Where a rank without file descriptors sleeps (shared memory); null for socket transports.
+  virtual Doorbell* doorbell() { return nullptr; }
+  // The communicator's progress thread lives as long as the communicator: it calls these when
+  // it starts, when it idles (about every 100 ms) and before it ends.
+  virtual void threadStarted() {}
+  virtual void threadIdle() {}
+  virtual void threadStopping() {}
 };
 
 }  // namespace collie

@@ -42,11 +42,13 @@ class CudaIpcPeer {
   bool direct_ = false;
 };
 
-class CudaIpcTransport : public Transport {
+// Maps peers' device staging buffers rather than making Connections: the device path drives it
+// (device_ipc), not the host registry.
+class CudaIpcTransport {
  public:
-  ~CudaIpcTransport() override;
+  ~CudaIpcTransport();
   static StatusOr<std::unique_ptr<CudaIpcTransport>> create(int device, size_t stagingBytes);
-  const char* name() const override { return "cuda_ipc"; }
+  const char* name() const { return "cuda_ipc"; }
   // Bytes to publish through the Store.
   const std::string& address() const { return address_; }
   void* staging() const { return staging_; }

@@ -391,54 +391,84 @@ class ShmStream : public ByteStream {
 
 }  // namespace
 
+ShmTransport::ShmTransport(uint64_t commId, int rank, const ShmOptions& opt, bool shrinkable)
+    : commId_(commId), rank_(rank), want_(opt), opt_(opt), shrinkable_(shrinkable) {}
+
 ShmTransport::~ShmTransport() { unlinkOwn(); }
 
 StatusOr<std::unique_ptr<ShmTransport>> ShmTransport::create(uint64_t commId, int rank,
                                                              std::vector<int> localRanks,
                                                              const ShmOptions& opt) {
-  std::unique_ptr<ShmTransport> t(new ShmTransport());
-  t->commId_ = commId;
-  t->rank_ = rank;
-  t->local_ = std::move(localRanks);
-  t->opt_ = opt;
-  t->opt_.ringBytes = roundUp(opt.ringBytes, 4096);
-  for (size_t i = 0; i < t->local_.size(); ++i)
-    if (t->local_[i] == rank) t->localIndex_ = static_cast<int>(i);
-  char name[96];
-  snprintf(name, sizeof(name), "/%s%016" PRIx64 "-%d-%d", kShmPrefix, commId, rank,
-           static_cast<int>(getpid()));
-  t->name_ = name;
-  COLLIE_ASSIGN_OR_RETURN(
-      t->own_, ShmSegment::map(t->name_, true, static_cast<uint32_t>(t->local_.size()), t->opt_));
-  t->linked_ = true;
-  SegHeader* h = t->own_->header();
-  h->pid = getpid();
-  h->pidNs = pidNamespace();
-  h->alive.init();
-  h->rank = rank;
-  h->nlocal = static_cast<uint32_t>(t->local_.size());
-  h->ringBytes = t->opt_.ringBytes;
-  h->stagingBytes = t->opt_.stagingBytes;
-  h->magic = kSegMagic;
-  t->doorbell_.reset(new ShmDoorbell(t->own_.get()));
+  std::unique_ptr<ShmTransport> t(new ShmTransport(commId, rank, opt, false));
+  t->setLocal(std::move(localRanks));
+  COLLIE_RETURN_IF_ERROR(t->makeSegment(opt));
   return t;
 }
 
-Status ShmTransport::mapPeers(const std::vector<std::string>& names) {
-  peers_.resize(local_.size());
-  for (size_t i = 0; i < local_.size(); ++i) {
-    if (static_cast<int>(i) == localIndex_) continue;
-    auto seg = ShmSegment::map(names[i], false, static_cast<uint32_t>(local_.size()), opt_);
-    if (!seg.isOk())
-      return seg.status().withContext("mapping peer rank " + std::to_string(local_[i]));
-    SegHeader* h = seg.value()->header();
-    if (h->magic != kSegMagic || h->rank != local_[i] || h->nlocal != local_.size() ||
-        h->ringBytes != opt_.ringBytes || h->stagingBytes != opt_.stagingBytes)
-      return invalidUsage("shm segment of peer rank " + std::to_string(local_[i]) +
-                          " does not match this rank's (COLLIE_SHM_* settings must agree)");
-    peers_[i] = seg.take();
-  }
+void ShmTransport::setLocal(std::vector<int> localRanks) {
+  local_ = std::move(localRanks);
+  for (size_t i = 0; i < local_.size(); ++i)
+    if (local_[i] == rank_) localIndex_ = static_cast<int>(i);
+}
+
+Status ShmTransport::makeSegment(const ShmOptions& opt) {
+  opt_ = opt;
+  opt_.ringBytes = roundUp(opt.ringBytes, 4096);
+  char name[96];
+  snprintf(name, sizeof(name), "/%s%016" PRIx64 "-%d-%d", kShmPrefix, commId_, rank_,
+           static_cast<int>(getpid()));
+  name_ = name;
+  COLLIE_ASSIGN_OR_RETURN(
+      own_, ShmSegment::map(name_, true, static_cast<uint32_t>(local_.size()), opt_));
+  linked_ = true;
+  SegHeader* h = own_->header();
+  h->pid = getpid();
+  h->pidNs = pidNamespace();
+  h->alive.init();
+  h->rank = rank_;
+  h->nlocal = static_cast<uint32_t>(local_.size());
+  h->ringBytes = opt_.ringBytes;
+  h->stagingBytes = opt_.stagingBytes;
+  h->magic = kSegMagic;
+  doorbell_.reset(new ShmDoorbell(own_.get()));
   return Status::ok();
+}
+
+void ShmTransport::dropSegment() {
+  unlinkOwn();
+  peers_.clear();
+  doorbell_.reset();
+  own_.reset();
+}
+
+Status ShmTransport::mapPeer(size_t i, const std::string& name) {
+  peers_.resize(local_.size());
+  auto seg = ShmSegment::map(name, false, static_cast<uint32_t>(local_.size()), opt_);
+  if (!seg.isOk()) return seg.status().withContext("mapping peer rank " + std::to_string(local_[i]));
+  SegHeader* h = seg.value()->header();
+  if (h->magic != kSegMagic || h->rank != local_[i] || h->nlocal != local_.size() ||
+      h->ringBytes != opt_.ringBytes || h->stagingBytes != opt_.stagingBytes)
+    return invalidUsage("shm segment of peer rank " + std::to_string(local_[i]) +
+                        " does not match this rank's (COLLIE_SHM_* settings must agree)");
+  peers_[i] = seg.take();
+  return Status::ok();
+}
+
+Status ShmTransport::mapPeers(const std::vector<std::string>& names) {
+  for (size_t i = 0; i < local_.size(); ++i)
+    if (static_cast<int>(i) != localIndex_) COLLIE_RETURN_IF_ERROR(mapPeer(i, names[i]));
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<Connection>> ShmTransport::connect(int peer,
+                                                            const std::string& peerBytes) {
+  const auto it = std::find(local_.begin(), local_.end(), peer);
+  if (it == local_.end() || peer == rank_ || own_ == nullptr)
+    return invalidArgument("shm connect: peer rank " + std::to_string(peer) +
+                           " is not a local peer of this segment");
+  const size_t i = static_cast<size_t>(it - local_.begin());
+  COLLIE_RETURN_IF_ERROR(mapPeer(i, peerBytes));
+  return connectionTo(i);
 }
 
 bool shmPopulatesOnDemand() {
@@ -460,19 +490,21 @@ bool ShmTransport::holdAlive(int64_t timeoutMs) { return own_->header()->alive.h
 
 void ShmTransport::releaseAlive() { own_->header()->alive.release(); }
 
-void ShmTransport::makeConnections(std::vector<std::unique_ptr<Connection>>* conns) {
-  for (size_t i = 0; i < local_.size(); ++i) {
-    if (static_cast<int>(i) == localIndex_) continue;
-    std::vector<std::unique_ptr<ByteStream>> streams;
-    streams.emplace_back(new ShmStream(
-        own_.get(), peers_[i].get(), static_cast<uint32_t>(localIndex_), static_cast<uint32_t>(i),
-        opt_, watchablePid(*own_->header(), *peers_[i]->header()), &peers_[i]->header()->alive));
-    StreamOptions so;
-    so.stripeBytes = SIZE_MAX;  // one stream: never striped
-    auto* c = new StreamConnection(local_[i], commId_, std::move(streams), so, peers_[i]->staging(),
-                                   own_->staging(), opt_.stagingBytes);
-    (*conns)[local_[i]].reset(c);
-  }
+void ShmTransport::makeConnections(ConnectionTable* conns) {
+  for (size_t i = 0; i < local_.size(); ++i)
+    if (static_cast<int>(i) != localIndex_) (*conns)[local_[i]] = connectionTo(i);
+}
+
+std::unique_ptr<Connection> ShmTransport::connectionTo(size_t i) {
+  std::vector<std::unique_ptr<ByteStream>> streams;
+  streams.emplace_back(new ShmStream(
+      own_.get(), peers_[i].get(), static_cast<uint32_t>(localIndex_), static_cast<uint32_t>(i),
+      opt_, watchablePid(*own_->header(), *peers_[i]->header()), &peers_[i]->header()->alive));
+  StreamOptions so;
+  so.stripeBytes = SIZE_MAX;  // one stream: never striped
+  return std::unique_ptr<Connection>(new StreamConnection(local_[i], commId_, std::move(streams),
+                                                          so, peers_[i]->staging(),
+                                                          own_->staging(), opt_.stagingBytes));
 }
 
 }  // namespace collie

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "transports/stream_connection.h"
+#include "transports/transport.h"
 
 namespace collie {
 
@@ -37,6 +38,9 @@ class ShmDoorbell : public Doorbell {
 
 class ShmTransport : public Transport {
  public:
+  // Nothing is made before connectGroup. shrinkable: the sizes are the defaults, which shrink to
+  // what /dev/shm has room for.
+  ShmTransport(uint64_t commId, int rank, const ShmOptions& opt, bool shrinkable);
   ~ShmTransport() override;
   const char* name() const override { return "shm"; }
 
@@ -45,7 +49,23 @@ class ShmTransport : public Transport {
   static StatusOr<std::unique_ptr<ShmTransport>> create(uint64_t commId, int rank,
                                                         std::vector<int> localRanks,
                                                         const ShmOptions& opt);
+
+  bool canConnect(const RankPlace& local, const RankPlace& peer) const override {
+    return local.host == peer.host;
+  }
   // The name peers map this rank's segment by.
+  std::string localAddress() const override { return name_; }
+  // Maps the peer's segment, named peerBytes, and connects through it.
+  StatusOr<std::unique_ptr<Connection>> connect(int peer, const std::string& peerBytes) override;
+  // The local ranks make their segments together, at sizes that fit /dev/shm, and all of them
+  // go on with shm or all give it up alike (shm_setup.cc).
+  Status connectGroup(ConnectStep* step, ConnectionTable* conns) override;
+  Doorbell* doorbell() override { return doorbell_.get(); }
+  // The progress thread holds this rank's alive mark for its local peers (holdAlive).
+  void threadStarted() override;
+  void threadIdle() override;
+  void threadStopping() override;
+
   const std::string& segmentName() const { return name_; }
   // Maps the peers' segments (names[i] belongs to localRanks[i]).
   Status mapPeers(const std::vector<std::string>& names);
@@ -55,8 +75,7 @@ class ShmTransport : public Transport {
   // Every local rank has mapped this segment: remove its name.
   void unlinkOwn();
   // One connection per local peer (index by rank in the returned map's slots).
-  void makeConnections(std::vector<std::unique_ptr<Connection>>* conns);
-  Doorbell* doorbell() { return doorbell_.get(); }
+  void makeConnections(ConnectionTable* conns);
   // Holds this rank's alive mutex, from the thread that lives as long as its peers may need
   // this rank (the communicator's progress thread), until releaseAlive from the same thread;
   // false where it could not be taken within timeoutMs (AliveMark::hold).
@@ -66,12 +85,23 @@ class ShmTransport : public Transport {
   void releaseAlive();
 
  private:
-  ShmTransport() = default;
+  void setLocal(std::vector<int> localRanks);
+  Status makeSegment(const ShmOptions& opt);
+  void dropSegment();  // unmaps the peers' segments, unlinks and unmaps this rank's
+  Status mapPeer(size_t i, const std::string& name);
+  std::unique_ptr<Connection> connectionTo(size_t i);
+  // The group step's rounds (shm_setup.cc).
+  Status sizeSegments(ConnectStep* step, std::vector<std::string>* names);
+  bool refused(ConnectStep* step, const std::vector<std::string>& values, Status* result);
+
   uint64_t commId_ = 0;
   int rank_ = 0;
   int localIndex_ = 0;
   std::vector<int> local_;
-  ShmOptions opt_;
+  ShmOptions want_;  // as asked
+  ShmOptions opt_;   // as made
+  bool shrinkable_ = false;
+  bool aliveHeld_ = false;
   std::string name_;
   bool linked_ = false;
   std::unique_ptr<ShmSegment> own_;

@@ -1,6 +1,5 @@
-// TCP transport: a full mesh of non-blocking sockets (COLLIE_NSOCKS per peer), framed messages
-// with checked headers, large messages striped over all of a peer's sockets. Driven by whichever
-// thread runs the schedule; no thread of its own.
+// TCP transport: a full mesh of non-blocking sockets, framed messages with checked headers, large
+// messages striped over all of a peer's sockets. Driven by whichever thread runs the schedule.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +9,7 @@
 
 #include "transports/stream_connection.h"
 #include "transports/tcp/socket.h"
+#include "transports/tcp/tcp_hello.h"
 #include "transports/transport.h"
 
 namespace collie {
@@ -23,12 +23,20 @@ struct Identity {
 };
 
 struct TcpOptions {
-  int nsocks = 2;  // sockets to each peer connectAll(want) connects; 0: the caller gives counts
+  int nsocks = 2;  // sockets to each peer; 0: by where the peer is (socketsFor)
   size_t stripeBytes = 256 << 10;
   int bufBytes = 4 << 20;  // SO_SNDBUF/SO_RCVBUF of every socket (0: the kernel's)
+  bool bufPerPeer = false;  // bufBytes unset: sized by where the peer is (bufferFor)
   int64_t userTimeoutMs = 300000;
   std::string congestion;  // TCP congestion control of the data sockets; "" the system's
 };
+
+// How many sockets and how much socket buffer a peer gets where the user set neither. A peer on
+// this host gets several sockets (loopback copies stripes in parallel) and large buffers (fewer
+// wake-ups); a peer across a network one flow, whose congestion window stays in use, and
+// buffers small enough that a rank that starts a step early does not queue megabytes ahead.
+int socketsFor(const TcpOptions& opt, bool sameHost);
+int bufferFor(const TcpOptions& opt, bool sameHost);
 
 class TcpTransport : public Transport {
  public:
@@ -40,6 +48,15 @@ class TcpTransport : public Transport {
                                                         SockAddr local);
   // The address peers connect to, as "host:port" bytes.
   std::string address() const { return addr_.toString(); }
+
+  bool canConnect(const RankPlace&, const RankPlace&) const override { return true; }
+  std::string localAddress() const override { return address(); }
+  // One peer alone: this rank dials a higher rank and accepts a lower one.
+  StatusOr<std::unique_ptr<Connection>> connect(int peer, const std::string& peerBytes) override;
+  // Exchanges the listen addresses and connects the mesh with socketsFor/bufferFor each peer.
+  Status connectGroup(ConnectStep* step, ConnectionTable* conns) override;
+  void threadIdle() override { dropStrangers(); }
+
   // Connects to every peer (addrs[r] is rank r's address): this rank dials higher ranks and
   // accepts lower ones, checking each hello. Strangers are dropped with a WARN.
   // socks[p] sockets go to peer p, 1 to 64, and both ranks of a pair must ask the same count;
@@ -47,19 +64,30 @@ class TcpTransport : public Transport {
   // bufBytes[p], where given, is the SO_SNDBUF/SO_RCVBUF of the sockets to peer p (0: the
   // kernel's); opt.bufBytes otherwise.
   Status connectAll(const std::vector<std::string>& addrs, const std::vector<int>& socks,
-                    const Deadline& deadline, std::vector<std::unique_ptr<Connection>>* conns,
+                    const Deadline& deadline, ConnectionTable* conns,
                     const std::vector<int>& bufBytes = {});
   // The same with opt.nsocks sockets to each peer with want[p].
   Status connectAll(const std::vector<std::string>& addrs, const std::vector<bool>& want,
-                    const Deadline& deadline, std::vector<std::unique_ptr<Connection>>* conns);
+                    const Deadline& deadline, ConnectionTable* conns);
   // After init every connection to the listener is a stranger: accept and drop each one.
   int listenFd() const { return listenFd_; }
   void dropStrangers();
 
  private:
+  using FdTable = std::vector<std::vector<int>>;  // [peer][socket]
   TcpTransport(const Identity& id, const TcpOptions& opt) : id_(id), opt_(opt) {}
+  Status checkCounts(const std::vector<std::string>& addrs, const std::vector<int>& socks,
+                     const std::vector<int>& bufBytes) const;
+  Status dialHigher(const std::vector<std::string>& addrs, const std::vector<int>& socks,
+                    const Deadline& deadline, FdTable* fds);
+  Status dialOne(const SockAddr& addr, int peer, int sockIdx, int nsocks,
+                 const Deadline& deadline, int* fd);
   Status acceptPeers(int expected, const std::vector<int>& socks, const Deadline& deadline,
-                     std::vector<std::vector<int>>* fds);
+                     FdTable* fds);
+  // Why a complete hello does not belong to this mesh ("" where it does).
+  const char* misfit(const Hello& h, const std::vector<int>& socks, const FdTable& fds) const;
+  Status acceptTimeout(const FdTable& fds) const;
+  void wrap(FdTable* fds, const std::vector<int>& bufBytes, ConnectionTable* conns) const;
 
   Identity id_;
   TcpOptions opt_;

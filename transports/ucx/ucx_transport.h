@@ -55,14 +55,30 @@ class UcxTransport : public Transport {
   // there but would bring nothing that tcp does not.
   static StatusOr<std::unique_ptr<UcxTransport>> create(int rank, int nranks, uint64_t commId,
                                                         bool needRdma);
+  // For the communicator: UCX is initialised in connectGroup. required (the user named ucx):
+  // it reaches peers on this host too, and any failure to set it up is an error; else it is for
+  // peers on other hosts where RDMA is present, and tcp takes them otherwise.
+  static std::unique_ptr<UcxTransport> forGroup(int rank, int nranks, uint64_t commId,
+                                                bool required);
   // The worker address peers connect to (raw bytes).
   const std::string& address() const { return address_; }
+
+  bool canConnect(const RankPlace& local, const RankPlace& peer) const override {
+    return required_ || local.host != peer.host;
+  }
+  std::string localAddress() const override { return address_; }
   // An endpoint to the peer with this worker address; messages can be posted at once.
-  StatusOr<std::unique_ptr<Connection>> connect(int peer, const std::string& peerAddress);
+  StatusOr<std::unique_ptr<Connection>> connect(int peer, const std::string& peerAddress) override;
+  // Publishes the worker address, or why there is none, and connects the peers that have one
+  // (ucx_setup.cc).
+  Status connectGroup(ConnectStep* step, ConnectionTable* conns) override;
 
  private:
   friend class UcxConnection;
   UcxTransport() = default;
+  // Why peer cannot use UCX, from what it published ("" where it can; *addr its address).
+  static std::string unusable(const std::string& theirs, std::string* addr);
+  Status giveUp(ConnectStep* step, const Status& made);
   Status init(int rank, int nranks, uint64_t commId, bool needRdma);
   Status listResources();
   UcxOp* takeOp();
@@ -81,7 +97,9 @@ class UcxTransport : public Transport {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int rank_ = 0;
+  int nranks_ = 1;
   uint64_t commId_ = 0;
+  bool required_ = false;
   int efd_ = -1;      // the worker's event fd (owned by UCX)
   int readyFd_ = -1;  // always readable: polled instead of efd_ when events are pending
   bool rdma_ = false;
