@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
-#include "src/core/bootstrap.h"
+#include "src/core/bootstrap/bootstrap.h"
+#include "src/core/bootstrap/store.h"
 #include "src/core/online_tuner.h"
-#include "src/core/store.h"
 #include "src/core/stream_gate.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"

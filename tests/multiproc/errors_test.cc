@@ -16,7 +16,7 @@
 #include "collie/collie.hpp"
 #include "src/base/log.h"
 #include "src/base/time.h"
-#include "src/core/bootstrap.h"
+#include "src/core/bootstrap/bootstrap.h"
 #include "src/memory/memory_kind.h"
 #include "tests/harness/process_world.h"
 

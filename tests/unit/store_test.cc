@@ -1,6 +1,6 @@
 // The Store: the in-process HashStore and the TCP store server with its client, including
 // deadlines and strangers.
-#include "src/core/store.h"
+#include "src/core/bootstrap/store.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
