@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
-#include "src/core/bootstrap.h"
+#include "src/core/bootstrap/bootstrap.h"
 #include "src/core/bootstrap/rendezvous.h"
 #include "src/core/comm_config.h"
 #include "src/core/device_path.h"

@@ -12,8 +12,8 @@
 
 #include "algorithms/algorithm.h"
 #include "src/base/status.h"
+#include "src/core/bootstrap/store.h"
 #include "src/core/cuda_path.h"
-#include "src/core/store.h"
 #include "transports/cuda_ipc/cuda_ipc_transport.h"
 
 namespace collie {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
-#include "src/core/store.h"
+#include "src/core/bootstrap/store.h"
 
 namespace collie {
 

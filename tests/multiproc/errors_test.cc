@@ -16,7 +16,7 @@
 #include "collie/collie.hpp"
 #include "src/base/log.h"
 #include "src/base/time.h"
-#include "src/core/bootstrap.h"
+#include "src/core/bootstrap/bootstrap.h"
 #include "src/memory/memory_kind.h"
 #include "tests/harness/process_world.h"
 
@@ -502,9 +502,8 @@ TEST(EnvInit, MpirunStyleEnvironmentOnOneHost) {
 }
 
 // A second communicator from the environment that made one still alive: every rank fails at
-// once saying why, under mpirun-style and torchrun-style variables alike. Before, under
-// mpirun, rank 0 served the second store on the next derived port while the others found the
-// first one's, and it waited out the rendezvous deadline ("ranks never arrived").
+// once saying why, under mpirun-style and torchrun-style variables alike, rather than waiting
+// out the rendezvous deadline.
 TEST(EnvInit, ASecondCommunicatorFromOneEnvironmentFailsOnEveryRankSayingWhy) {
   for (bool mpirun : {true, false}) {
     SCOPED_TRACE(mpirun ? "mpirun-style" : "torchrun-style");
@@ -564,8 +563,8 @@ TEST(Errors, RanksThatRunACallByDifferentAlgorithmsFailSayingSo) {
   }
 }
 
-// A socket buffer under a loopback segment is raised to 64 KiB: with 4 KiB, the receiver held
-// its window back and a 1 MB transfer did not arrive within 4 s; this one would not in 20.
+// A socket buffer under a loopback segment is raised to 64 KiB: a smaller one lets the
+// receiver hold its window back, and a large transfer stalls.
 TEST(Settings, ATinySocketBufferIsRaisedSoLargeTransfersFlow) {
   WorldOptions opt;
   opt.env = {{"COLLIE_TRANSPORT", "tcp"}, {"COLLIE_SOCKET_BUFFER", "4K"},
@@ -605,7 +604,6 @@ int silentListener(int port) {
 
 // The first two ports derived from the job id are held by another program, which takes
 // connections and never answers: rank 0 serves on the third, and the others find it there.
-// Before, rank 0 failed to bind, and the others waited out the connect deadline.
 // A job id (from base) whose first two derived store ports this process now holds with silent
 // listeners (their fds in held), and whose third was free; "" where none could be found.
 std::string jobWithTwoPortsHeld(int base, std::vector<int>* held) {

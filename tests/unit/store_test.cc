@@ -1,6 +1,6 @@
 // The Store: the in-process HashStore and the TCP store server with its client, including
 // deadlines and strangers.
-#include "src/core/store.h"
+#include "src/core/bootstrap/store.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <thread>
+
+#include "src/core/bootstrap/store_wire.h"
 
 namespace collie {
 namespace {
@@ -100,6 +103,45 @@ TEST(TcpStore, WrongSecretIsRefusedAndGarbageDropped) {
   EXPECT_EQ(good.value()->get("k", Deadline::afterMs(1000)).value(), "v");
 }
 
+// A hello that arrives in two pieces is answered once it is whole.
+TEST(TcpStore, HelloInPiecesIsAccepted) {
+  auto srv = StoreServer::start(loopback(), auth(9));
+  ASSERT_TRUE(srv.isOk());
+  store_wire::StoreHello h{store_wire::kHelloMagic, store_wire::kVersion, {}, auth(9).commId};
+  memcpy(h.secret, auth(9).secret, sizeof(h.secret));
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{5, 0};  // a server that never answers fails the test, not hangs it
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  const SockAddr& a = srv.value()->address();
+  ASSERT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&a.ss), a.len), 0);
+  const char* p = reinterpret_cast<const char*>(&h);
+  ASSERT_EQ(send(fd, p, 10, MSG_NOSIGNAL), 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(send(fd, p + 10, sizeof(h) - 10, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(h) - 10));
+  uint32_t ack = 0;
+  EXPECT_EQ(recv(fd, &ack, sizeof(ack), MSG_WAITALL), static_cast<ssize_t>(sizeof(ack)));
+  EXPECT_EQ(ack, store_wire::kAckMagic);
+  close(fd);
+}
+
+TEST(StoreServer, IsLiveInThisProcessUntilItStops) {
+  auto srv = StoreServer::start(loopback(), auth(10));
+  ASSERT_TRUE(srv.isOk());
+  const int port = srv.value()->address().port();
+  EXPECT_TRUE(StoreServer::servesInThisProcess(port, auth(10).commId));
+  EXPECT_FALSE(StoreServer::servesInThisProcess(port, auth(11).commId));
+  srv.value()->stop();
+  EXPECT_FALSE(StoreServer::servesInThisProcess(port, auth(10).commId));
+}
+
+TEST(StoreWire, LinesRoundTrip) {
+  const std::vector<std::string> keys{"a", "rank/3/addr", "x y"};
+  EXPECT_EQ(store_wire::joinLines(keys), "a\nrank/3/addr\nx y");
+  EXPECT_EQ(store_wire::splitLines(store_wire::joinLines(keys)), keys);
+  EXPECT_TRUE(store_wire::splitLines("").empty());
+  EXPECT_EQ(store_wire::joinLines({}), "");
+}
+
 TEST(TcpStore, ConnectToNobodyTimesOut) {
   SockAddr a = loopback();
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -137,8 +179,7 @@ TEST(TcpStore, ARequestToASilentServerEndsAtTheRequestTimeout) {
   ASSERT_TRUE(c.value()->set("before", "1").isOk());
   kill(server, SIGSTOP);
   // The stop takes effect when a thread of the server takes the signal, which on a busy machine
-  // may come after its store thread has served the next request (39 runs in 150 with 4 busy
-  // loops beside): wait until it has stopped.
+  // may come after its store thread has served the next request: wait until it has stopped.
   int stopped = -1;
   for (int i = 0; i < 200 && waitpid(server, &stopped, WUNTRACED | WNOHANG) == 0; ++i)
     usleep(100000);

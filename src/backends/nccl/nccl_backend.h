@@ -10,7 +10,7 @@
 #include "algorithms/algorithm.h"
 #include "src/base/status.h"
 #include "src/base/time.h"
-#include "src/core/store.h"
+#include "src/core/bootstrap/store.h"
 
 namespace collie {
 

@@ -9,7 +9,7 @@
 
 #include "src/base/status.h"
 #include "src/base/time.h"
-#include "src/core/store.h"
+#include "src/core/bootstrap/store.h"
 
 namespace collie {
 

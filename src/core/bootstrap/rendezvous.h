@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "src/core/bootstrap.h"
+#include "src/core/bootstrap/bootstrap.h"
 #include "src/core/bootstrap/rank_record.h"
-#include "src/core/store.h"
+#include "src/core/bootstrap/store.h"
 
 namespace collie {
 

@@ -1,7 +1,7 @@
 // The transports' AddressExchange over a communicator's Store.
 #pragma once
 
-#include "src/core/store.h"
+#include "src/core/bootstrap/store.h"
 #include "transports/transport.h"
 
 namespace collie {

@@ -1,5 +1,5 @@
 // Unique ids and environment bootstrap.
-#include "src/core/bootstrap.h"
+#include "src/core/bootstrap/bootstrap.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

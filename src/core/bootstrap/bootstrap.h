@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "collie/collie.h"
-#include "src/core/store.h"
+#include "src/core/bootstrap/store.h"
 #include "transports/tcp/socket.h"
 
 namespace collie {
