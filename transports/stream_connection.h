@@ -16,27 +16,6 @@
 
 namespace collie {
 
-// Exposed for tests and fuzzing: the wire header of every frame.
-struct FrameHeader {
-  uint32_t magic;
-  uint32_t tag;
-  uint64_t commId;
-  uint64_t seq;
-  uint64_t count;
-  uint64_t len;
-  uint8_t coll, dtype, op, algo;
-  int32_t root;
-};
-static_assert(sizeof(FrameHeader) == 48, "wire header is 48 bytes");
-constexpr uint32_t kFrameMagic = 0x434c4644;  // "CLFD"
-constexpr uint32_t kAbortMagic = 0x434c4142;  // "CLAB"
-constexpr size_t kMaxAbortPayload = 4096;
-
-FrameHeader encodeFrame(uint64_t commId, const FrameTag& t, uint64_t len);
-// Compares a received header with what the receiver expects; the Status names the peer.
-Status checkFrame(const FrameHeader& h, uint64_t commId, const FrameTag& expect, uint64_t len,
-                  int peer);
-
 // A non-blocking byte pipe to one peer.
 class ByteStream {
  public:

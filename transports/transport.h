@@ -14,24 +14,9 @@
 
 #include "src/base/status.h"
 #include "src/base/time.h"
+#include "transports/frame.h"
 
 namespace collie {
-
-// What every frame of a collective carries besides its length; the receiver checks all of it so
-// that ranks running different ops, counts or dtypes get a clear error, never a wrong answer.
-struct FrameTag {
-  uint64_t seq = 0;    // per-communicator op sequence number
-  uint64_t count = 0;  // the op's element count as the caller gave it
-  uint32_t tag = 0;    // algorithm step/chunk
-  uint8_t coll = 0;    // Collective
-  uint8_t dtype = 0;   // collieDataType_t
-  uint8_t op = 0;      // collieRedOp_t
-  uint8_t algo = 0;    // which algorithm's schedule this frame belongs to
-  int32_t root = -1;
-};
-
-// Describes a tag for messages: "allreduce count 12 float sum (seq 3)".
-std::string describeFrameTag(const FrameTag& t);
 
 // How a wait that ran out of time begins to name its peer. A peer's abort passes the message
 // on, and the communicator looks for it there (CommImpl::fail).

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "transports/stream_connection.h"
 #include "transports/transport.h"
 #include "transports/ucx/ucx_api.h"
 
