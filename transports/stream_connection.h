@@ -96,10 +96,6 @@ class StreamConnection : public Connection {
   void place(size_t bytes, size_t* rr, Fn&& fn);
   Status progressSend(Sock& s, bool* progressed);
   Status progressRecv(Sock& s, bool* progressed);
-  Status readAbort(Sock& s, const std::string& prefix = "");
-  // Writes what is left of this rank's abort on s (sendAbort), waiting for room until d, or
-  // until nothing moved for idleMs (-1: no such limit): whether all of it went.
-  bool pushAbort(Sock& s, const Deadline& d, int64_t idleMs = -1);
   // Reads what is missing of the next header: whether it is complete; *r is the last read's
   // result (0: nothing more now, < 0: the stream's end or error).
   bool readHeader(Sock& s, ssize_t* r);
@@ -109,6 +105,18 @@ class StreamConnection : public Connection {
   Status eofError(Sock& s);
   Status fail(Status st);
   void completePart(Request* req);
+
+  // The failure protocol (stream_abort.cc).
+  // Reads the peer's abort, whose header is in s.hdr and the first bytes of whose reason
+  // are prefix, and fails the connection with it.
+  Status readAbort(Sock& s, const std::string& prefix = "");
+  // Writes what is left of this rank's abort on s (sendAbort), waiting for room until d, or
+  // until nothing moved for idleMs (-1: no such limit): whether all of it went.
+  bool pushAbort(Sock& s, const Deadline& d, int64_t idleMs = -1);
+  // Listening begins: what was posted is dropped, and the rest of a frame begun is read past.
+  void dropPosted();
+  // Reads past data on s, a bounded amount: whether the peer spoke (abort, close, loss, junk).
+  bool heardOn(Sock& s);
 
   int peer_;
   uint64_t commId_;
