@@ -47,22 +47,24 @@ class StreamConnection : public Connection {
                    size_t bufBytes = 0);
   ~StreamConnection() override;
 
-  int peer() const override { return peer_; }
   Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
   Status irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
   Status progress(bool* progressed) override;
   void appendPollFds(std::vector<pollfd>* fds) const override;
-  void sendAbort(const std::string& reason) override;
   bool hasPending() const override;
-  bool sendsQueued() const override;
   Status checkEarlyFrame(const FrameTag& mine) const override;
+  void* peerBuffer() override { return peerBuf_; }
+  void* localBuffer() override { return localBuf_; }
+  size_t peerBufferBytes() const override { return bufBytes_; }
+
+  // AbortLink (stream_abort.cc).
+  int peer() const override { return peer_; }
+  void sendAbort(const std::string& reason) override;
+  bool sendsQueued() const override;
   Word listenAfterFailure() override;
   bool abortPending() const override;
   bool peerClosed() const override;
   void linger(const Deadline& deadline) override;
-  void* peerBuffer() override { return peerBuf_; }
-  void* localBuffer() override { return localBuf_; }
-  size_t peerBufferBytes() const override { return bufBytes_; }
 
  private:
   struct SendItem {
