@@ -3,8 +3,7 @@
 // The communicator's failure handling is written against this interface alone.
 #pragma once
 
-#include <string>
-
+#include "src/base/status.h"
 #include "src/base/time.h"
 
 namespace collie {
@@ -14,8 +13,9 @@ class AbortLink {
   virtual ~AbortLink() = default;
   // The rank at the other end.
   virtual int peer() const = 0;
-  // Tells the peer this communicator failed and why, best effort, without blocking long.
-  virtual void sendAbort(const std::string& reason) = 0;
+  // Tells the peer this communicator failed and why (the failure's message, and the peer its
+  // wait stalled on), best effort, without blocking long.
+  virtual void sendAbort(const Status& failure) = 0;
   // Whether sends wait for room toward the peer (it has not been reading): an abort to it may
   // then wait too.
   virtual bool sendsQueued() const { return false; }

@@ -69,4 +69,19 @@ Status checkFrame(const FrameHeader& h, uint64_t commId, const FrameTag& e, uint
   return Status::ok();
 }
 
+std::string encodeAbort(uint64_t commId, const Status& failure) {
+  const std::string reason = failure.message().substr(0, kMaxAbortPayload);
+  FrameHeader h{};
+  h.magic = kAbortMagic;
+  h.commId = commId;
+  h.len = reason.size();
+  h.root = failure.stalledOn() >= 0 ? failure.stalledOn() : -1;
+  return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + reason;
+}
+
+Status abortError(int peer, const FrameHeader& h, const std::string& reason) {
+  const Status st = remoteError("peer rank " + std::to_string(peer) + " aborted: " + reason);
+  return h.root >= 0 ? st.withStalledOn(h.root) : st;
+}
+
 }  // namespace collie

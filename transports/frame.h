@@ -47,4 +47,11 @@ FrameHeader encodeFrame(uint64_t commId, const FrameTag& t, uint64_t len);
 Status checkFrame(const FrameHeader& h, uint64_t commId, const FrameTag& expect, uint64_t len,
                   int peer);
 
+// The abort frame a failed rank sends: a header whose root is the peer the failure's wait
+// stalled on (-1 for none), then the failure's message, cut to kMaxAbortPayload.
+std::string encodeAbort(uint64_t commId, const Status& failure);
+// The error a peer's abort (header h, then reason) gives this rank: the peer's reason, and the
+// peer the abort says a wait stalled on.
+Status abortError(int peer, const FrameHeader& h, const std::string& reason);
+
 }  // namespace collie

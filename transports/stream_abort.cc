@@ -21,7 +21,7 @@ static void briefWait(const ByteStream& io, short events, int ms) {
   }
 }
 
-void StreamConnection::sendAbort(const std::string& reason) {
+void StreamConnection::sendAbort(const Status& failure) {
   // Also to a peer whose abort came first: its answer tells it this rank is not the one stuck
   // (CommImpl::silentPeers).
   if (abortSent_ || socks_.empty()) return;
@@ -33,13 +33,7 @@ void StreamConnection::sendAbort(const std::string& reason) {
   // does not fit in 500 ms (or moves not for 50) goes on while this rank listens
   // (listenAfterFailure, still inside the op), as the peer, which may be telling this rank the
   // same, reads again; an abort alone goes on before the connection closes (linger).
-  const std::string r = reason.substr(0, kMaxAbortPayload);
-  FrameHeader h{};
-  h.magic = kAbortMagic;
-  h.commId = commId_;
-  h.len = r.size();
-  std::string frame(reinterpret_cast<const char*>(&h), sizeof(h));
-  frame += r;
+  const std::string frame = encodeAbort(commId_, failure);
   const Deadline d = Deadline::afterMs(500);
   for (auto& s : socks_) {
     if (s.eof) continue;
@@ -124,7 +118,7 @@ Status StreamConnection::readAbort(Sock& s, const std::string& prefix) {
   reason.resize(got);
   if (got < len) reason += " (reason cut short)";
   aborted_ = true;
-  return fail(remoteError("peer rank " + std::to_string(peer_) + " aborted: " + reason));
+  return fail(abortError(peer_, s.hdr, reason));
 }
 
 StreamConnection::Word StreamConnection::listenAfterFailure() {

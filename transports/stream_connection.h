@@ -59,7 +59,7 @@ class StreamConnection : public Connection {
 
   // AbortLink (stream_abort.cc).
   int peer() const override { return peer_; }
-  void sendAbort(const std::string& reason) override;
+  void sendAbort(const Status& failure) override;
   bool sendsQueued() const override;
   Word listenAfterFailure() override;
   bool abortPending() const override;

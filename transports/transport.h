@@ -19,8 +19,8 @@
 
 namespace collie {
 
-// How a wait that ran out of time begins to name its peer. A peer's abort passes the message
-// on, and the communicator looks for it there (CommImpl::fail).
+// How a wait that ran out of time names its peer, for the reader of the message. Code learns
+// the peer from Status::stalledOn(), never from this text.
 constexpr char kTimedOutWaitingFor[] = "timed out waiting for peer rank ";
 
 // One asynchronous send or receive. Owned by the caller; must outlive its completion.

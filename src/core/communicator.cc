@@ -982,14 +982,12 @@ Status CommImpl::fail(const Status& s) {
   // ASan).
   for (const bool queued : {false, true})
     for (auto& c : conns_)
-      if (c && c->sendsQueued() == queued) c->sendAbort(s.message());
+      if (c && c->sendsQueued() == queued) c->sendAbort(s);
   Status out = s;
   // A wait that timed out names the peer it waited on, which may itself wait on a stuck one (a
   // ring of 4 with rank 2 stopped: rank 1 waits on rank 0, which waits on rank 3); a peer's
   // abort passes such a message on.
-  const bool stuckPeer =
-      s.code() == collieTimeout ||
-      (s.code() == collieRemoteError && s.message().find(kTimedOutWaitingFor) != std::string::npos);
+  const bool stuckPeer = s.code() == collieTimeout || s.stalledOn() >= 0;
   if (stuckPeer) {
     const std::string silent = silentPeers();
     if (!silent.empty()) {

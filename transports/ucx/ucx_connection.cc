@@ -291,7 +291,7 @@ void UcxConnection::finishAbortRecv(UcxOp* op, ucs_status_t status, size_t lengt
   std::string reason(op->bounce.data() + kHdr, n);
   if (n < h.len || status != UCS_OK) reason += " (reason cut short)";
   aborted_ = true;
-  fail(remoteError(who() + " aborted: " + reason));
+  fail(abortError(peer_, h, reason));
 }
 
 void UcxConnection::onEndpointError(ucs_status_t status) {
@@ -306,9 +306,8 @@ void UcxConnection::onEndpointError(ucs_status_t status) {
 
 void UcxConnection::lostAfterGrace(const char* what, ucs_status_t status) {
   // An op that fails with its endpoint: the peer's abort, sent before it closed and naming the
-  // rank it lost, may still complete, and is the better error (4 ranks, one killed: a survivor
-  // named another survivor, which had aborted and exited, in 2 runs of 30 under ASan; in none
-  // of 80 with the grace). progress() fails the connection once the grace has passed.
+  // rank it lost, may still complete, and is the better error (else a survivor names a peer
+  // that aborted and exited). progress() fails the connection once the grace has passed.
   if (peerLost_.isOk())
     peerLost_ = remoteError("lost " + who() + ": " + what + " (" + api_->statusString(status) +
                             "; the peer process died or the link is down)");
@@ -379,24 +378,18 @@ void UcxConnection::appendPollFds(std::vector<pollfd>* fds) const {
   fds->push_back(pollfd{st == UCS_OK ? efd : ready, POLLIN, 0});
 }
 
-void UcxConnection::sendAbort(const std::string& reason) {
+void UcxConnection::sendAbort(const Status& failure) {
   if (aborted_ || abortSent_) return;
   abortSent_ = true;
   // The failed op's Requests are gone; UCX may complete any op of the worker from here on.
   t_->detachAll();
   if (epFailed_) return;  // nobody to tell
-  std::string r = reason.substr(0, kMaxAbortPayload);
+  const std::string frame = encodeAbort(t_->commId_, failure);
   UcxOp* op = t_->takeOp();
   op->conn = this;
   op->kind = UcxOp::kAbortSend;
   op->small = true;
-  FrameHeader h{};
-  h.magic = kAbortMagic;
-  h.commId = t_->commId_;
-  h.len = r.size();
-  op->bounce.resize(kHdr + r.size());
-  memcpy(op->bounce.data(), &h, kHdr);
-  memcpy(op->bounce.data() + kHdr, r.data(), r.size());
+  op->bounce.assign(frame.begin(), frame.end());
   ucp_request_param_t p{};
   p.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;

@@ -114,7 +114,7 @@ class UcxConnection : public Connection {
 
   // AbortLink: the abort is a message on its own tag channel, its receive always posted.
   int peer() const override { return peer_; }
-  void sendAbort(const std::string& reason) override;
+  void sendAbort(const Status& failure) override;
   void linger(const Deadline& deadline) override;
 
   // Called from UCX's callbacks (inside ucp_worker_progress, of any connection of the worker).
