@@ -48,19 +48,8 @@ void StreamConnection::place(size_t bytes, size_t* rr, Fn&& fn) {
   }
 }
 
-// Resets a request for a new transfer to this connection's peer.
-static void startRequest(Request* req, size_t bytes, const FrameTag& tag, bool isSend, int peer) {
-  req->done = false;
-  req->status = Status::ok();
-  req->bytes = bytes;
-  req->peer = peer;
-  req->isSend = isSend;
-  req->tag = tag;
-  req->partsLeft = 0;
-}
-
 Status StreamConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
-  startRequest(req, bytes, tag, true, peer_);
+  req->start(bytes, tag, true, peer_);
   if (!failed_.isOk()) return failed_;
   place(bytes, &sendRr_, [&](size_t s, size_t off, size_t len) {
     FrameTag t = tag;
@@ -72,7 +61,7 @@ Status StreamConnection::isend(const void* buf, size_t bytes, const FrameTag& ta
 }
 
 Status StreamConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) {
-  startRequest(req, bytes, tag, false, peer_);
+  req->start(bytes, tag, false, peer_);
   if (!failed_.isOk()) return failed_;
   place(bytes, &recvRr_, [&](size_t s, size_t off, size_t len) {
     socks_[s].recvs.push_back(RecvItem{static_cast<char*>(buf) + off, len, 0, tag, req});

@@ -32,6 +32,17 @@ struct Request {
   int peer = -1;
   bool isSend = false;
   FrameTag tag;
+
+  // Resets the request for a new transfer of bytes to or from peer.
+  void start(size_t n, const FrameTag& t, bool send, int to) {
+    done = false;
+    partsLeft = 0;
+    status = Status::ok();
+    bytes = n;
+    peer = to;
+    isSend = send;
+    tag = t;
+  }
 };
 
 // The data path to one peer; its part in the failure protocol (peer(), sendAbort, listening
