@@ -279,9 +279,10 @@ Status ShmDirectAllReduce::checkWait(const CollArgs& a, AlgoContext& ctx, int j,
   if (ctx.abortFlag != nullptr && ctx.abortFlag->load(std::memory_order_relaxed))
     return remoteError(std::string(ctx.opName) + ": aborted by collieCommAbort");
   if (ctx.deadline.expired())
-    return timeoutError(std::string(ctx.opName) + ": " + kTimedOutWaitingFor + std::to_string(j) +
-                        " in shared memory (" + describeFrameTag(mine) +
-                        "); the peer is stuck, dead or running another op");
+    return stalledWait(std::string(ctx.opName) + ": " + kTimedOutWaitingFor + std::to_string(j) +
+                           " in shared memory (" + describeFrameTag(mine) +
+                           "); the peer is stuck, dead or running another op",
+                       j);
   // Yield to a rank sharing this core, and sleep a little once the wait is long.
   if (now - w->begun > 20000) sched_yield();
   if (now - w->begun > 5000000) usleep(50);

@@ -54,10 +54,11 @@ Status Poller::sleepOnFds(int timeoutMs) {
 
 static Status timedOut(const Request* req, const char* op) {
   std::string what = req->isSend ? "send of " : "receive of ";
-  return timeoutError(std::string(op) + ": " + kTimedOutWaitingFor + std::to_string(req->peer) +
-                      " (" + what + std::to_string(req->bytes) + " bytes of " +
-                      describeFrameTag(req->tag) +
-                      "); the peer is stuck, dead or running another op (see COLLIE_TIMEOUT_MS)");
+  return stalledWait(std::string(op) + ": " + kTimedOutWaitingFor + std::to_string(req->peer) +
+                         " (" + what + std::to_string(req->bytes) + " bytes of " +
+                         describeFrameTag(req->tag) +
+                         "); the peer is stuck, dead or running another op (see COLLIE_TIMEOUT_MS)",
+                     req->peer);
 }
 
 Status Poller::progressUntilAny(Request* const* reqs, size_t n, const Deadline& deadline,
@@ -70,9 +71,8 @@ Status Poller::progressUntilAny(Request* const* reqs, size_t n, const Deadline& 
   uint64_t spinUntil = nowNs() + static_cast<uint64_t>(spinUs_) * 1000;
   unsigned spins = 0;
   // A request that completes in the round where another connection fails (its peer aborted a
-  // later op, which this rank has not begun: 3 ranks over tcp, one running a call by another
-  // algorithm, failed one rank's init) is done: the failure stays with that connection and
-  // ends the next wait on it.
+  // later op, which this rank has not begun) is done: the failure stays with that connection
+  // and ends the next wait on it.
   for (;;) {
     bool progressed = false;
     Status st = progressAll(&progressed);

@@ -16,27 +16,6 @@
 
 namespace collie {
 
-// Exposed for tests and fuzzing: the wire header of every frame.
-struct FrameHeader {
-  uint32_t magic;
-  uint32_t tag;
-  uint64_t commId;
-  uint64_t seq;
-  uint64_t count;
-  uint64_t len;
-  uint8_t coll, dtype, op, algo;
-  int32_t root;
-};
-static_assert(sizeof(FrameHeader) == 48, "wire header is 48 bytes");
-constexpr uint32_t kFrameMagic = 0x434c4644;  // "CLFD"
-constexpr uint32_t kAbortMagic = 0x434c4142;  // "CLAB"
-constexpr size_t kMaxAbortPayload = 4096;
-
-FrameHeader encodeFrame(uint64_t commId, const FrameTag& t, uint64_t len);
-// Compares a received header with what the receiver expects; the Status names the peer.
-Status checkFrame(const FrameHeader& h, uint64_t commId, const FrameTag& expect, uint64_t len,
-                  int peer);
-
 // A non-blocking byte pipe to one peer.
 class ByteStream {
  public:
@@ -68,22 +47,24 @@ class StreamConnection : public Connection {
                    size_t bufBytes = 0);
   ~StreamConnection() override;
 
-  int peer() const override { return peer_; }
   Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
   Status irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
   Status progress(bool* progressed) override;
   void appendPollFds(std::vector<pollfd>* fds) const override;
-  void sendAbort(const std::string& reason) override;
   bool hasPending() const override;
-  bool sendsQueued() const override;
   Status checkEarlyFrame(const FrameTag& mine) const override;
+  void* peerBuffer() override { return peerBuf_; }
+  void* localBuffer() override { return localBuf_; }
+  size_t peerBufferBytes() const override { return bufBytes_; }
+
+  // AbortLink (stream_abort.cc).
+  int peer() const override { return peer_; }
+  void sendAbort(const Status& failure) override;
+  bool sendsQueued() const override;
   Word listenAfterFailure() override;
   bool abortPending() const override;
   bool peerClosed() const override;
   void linger(const Deadline& deadline) override;
-  void* peerBuffer() override { return peerBuf_; }
-  void* localBuffer() override { return localBuf_; }
-  size_t peerBufferBytes() const override { return bufBytes_; }
 
  private:
   struct SendItem {
@@ -117,10 +98,6 @@ class StreamConnection : public Connection {
   void place(size_t bytes, size_t* rr, Fn&& fn);
   Status progressSend(Sock& s, bool* progressed);
   Status progressRecv(Sock& s, bool* progressed);
-  Status readAbort(Sock& s, const std::string& prefix = "");
-  // Writes what is left of this rank's abort on s (sendAbort), waiting for room until d, or
-  // until nothing moved for idleMs (-1: no such limit): whether all of it went.
-  bool pushAbort(Sock& s, const Deadline& d, int64_t idleMs = -1);
   // Reads what is missing of the next header: whether it is complete; *r is the last read's
   // result (0: nothing more now, < 0: the stream's end or error).
   bool readHeader(Sock& s, ssize_t* r);
@@ -130,6 +107,18 @@ class StreamConnection : public Connection {
   Status eofError(Sock& s);
   Status fail(Status st);
   void completePart(Request* req);
+
+  // The failure protocol (stream_abort.cc).
+  // Reads the peer's abort, whose header is in s.hdr and the first bytes of whose reason
+  // are prefix, and fails the connection with it.
+  Status readAbort(Sock& s, const std::string& prefix = "");
+  // Writes what is left of this rank's abort on s (sendAbort), waiting for room until d, or
+  // until nothing moved for idleMs (-1: no such limit): whether all of it went.
+  bool pushAbort(Sock& s, const Deadline& d, int64_t idleMs = -1);
+  // Listening begins: what was posted is dropped, and the rest of a frame begun is read past.
+  void dropPosted();
+  // Reads past data on s, a bounded amount: whether the peer spoke (abort, close, loss, junk).
+  bool heardOn(Sock& s);
 
   int peer_;
   uint64_t commId_;

@@ -14,27 +14,13 @@
 
 #include "src/base/status.h"
 #include "src/base/time.h"
+#include "transports/abort_link.h"
+#include "transports/frame.h"
 
 namespace collie {
 
-// What every frame of a collective carries besides its length; the receiver checks all of it so
-// that ranks running different ops, counts or dtypes get a clear error, never a wrong answer.
-struct FrameTag {
-  uint64_t seq = 0;    // per-communicator op sequence number
-  uint64_t count = 0;  // the op's element count as the caller gave it
-  uint32_t tag = 0;    // algorithm step/chunk
-  uint8_t coll = 0;    // Collective
-  uint8_t dtype = 0;   // collieDataType_t
-  uint8_t op = 0;      // collieRedOp_t
-  uint8_t algo = 0;    // which algorithm's schedule this frame belongs to
-  int32_t root = -1;
-};
-
-// Describes a tag for messages: "allreduce count 12 float sum (seq 3)".
-std::string describeFrameTag(const FrameTag& t);
-
-// How a wait that ran out of time begins to name its peer. A peer's abort passes the message
-// on, and the communicator looks for it there (CommImpl::fail).
+// How a wait that ran out of time names its peer, for the reader of the message. Code learns
+// the peer from Status::stalledOn(), never from this text.
 constexpr char kTimedOutWaitingFor[] = "timed out waiting for peer rank ";
 
 // One asynchronous send or receive. Owned by the caller; must outlive its completion.
@@ -46,12 +32,23 @@ struct Request {
   int peer = -1;
   bool isSend = false;
   FrameTag tag;
+
+  // Resets the request for a new transfer of bytes to or from peer.
+  void start(size_t n, const FrameTag& t, bool send, int to) {
+    done = false;
+    partsLeft = 0;
+    status = Status::ok();
+    bytes = n;
+    peer = to;
+    isSend = send;
+    tag = t;
+  }
 };
 
-class Connection {
+// The data path to one peer; its part in the failure protocol (peer(), sendAbort, listening
+// after a failure, linger) is the AbortLink it derives from.
+class Connection : public AbortLink {
  public:
-  virtual ~Connection() = default;
-  virtual int peer() const = 0;
   // Queue a send of bytes from buf; buf must stay valid and unchanged until req->done.
   virtual Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) = 0;
   // Queue a receive of exactly bytes into buf; a frame of another length or tag is an error.
@@ -61,33 +58,15 @@ class Connection {
   virtual Status progress(bool* progressed) = 0;
   // File descriptors to wait on when nothing progresses (events: POLLIN/POLLOUT as needed).
   virtual void appendPollFds(std::vector<struct pollfd>* fds) const = 0;
-  // Tells the peer this communicator failed and why, best effort, without blocking long.
-  virtual void sendAbort(const std::string& reason) = 0;
   // Optional capability (shm, cuda_ipc): the peer's staging buffer mapped here, and this rank's
   // own, which the peer sees as its peerBuffer(). Both are peerBufferBytes() long.
   virtual void* peerBuffer() { return nullptr; }
   virtual void* localBuffer() { return nullptr; }
   virtual size_t peerBufferBytes() const { return 0; }
   virtual bool hasPending() const = 0;
-  // Whether sends wait for room toward the peer (it has not been reading): an abort to it may
-  // then wait too.
-  virtual bool sendsQueued() const { return false; }
   // An error where a frame of the call tagged mine came while this rank runs that call without
   // messages (through shared memory): the peer runs it by another algorithm.
   virtual Status checkEarlyFrame(const FrameTag& mine) const { return Status::ok(); }
-  // After this rank failed an op and sent its abort: reads on from the peer without blocking,
-  // dropping its data, and says whether the peer has spoken since the op began to fail: its
-  // abort, a close or a lost link (kHeard), nothing yet (kNothing), or that this transport
-  // cannot tell (kUnknown). The connection is of no further use for data.
-  enum class Word { kNothing, kHeard, kUnknown };
-  virtual Word listenAfterFailure() { return Word::kUnknown; }
-  // The peer closed its end (it destroyed its communicator, or exited): nothing more comes.
-  virtual bool peerClosed() const { return false; }
-  // While listening: part of this rank's abort (or of the frame begun before it) has not gone
-  // yet, and goes on at each listenAfterFailure.
-  virtual bool abortPending() const { return false; }
-  // Before destruction after an abort: give the peer time to read it (bounded).
-  virtual void linger(const Deadline& deadline) {}
 };
 
 // Where a transport without file descriptors (shared memory) wakes a sleeping rank.

@@ -2,7 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include "perf/micro/micro_util.h"
-#include "transports/stream_connection.h"
+#include "transports/frame.h"
 
 namespace collie::micro {
 namespace {

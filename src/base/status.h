@@ -24,12 +24,26 @@ class Status {
   // Returns a copy with "prefix: " put in front of the message.
   Status withContext(const std::string& prefix) const {
     if (isOk()) return *this;
-    return Status(code_, prefix + ": " + msg_);
+    Status out(code_, prefix + ": " + msg_);
+    out.stalledOn_ = stalledOn_;
+    return out;
+  }
+
+  // The peer rank a wait ran out of time on, where this failure is that wait or a peer's abort
+  // that passes it on; -1 otherwise. A stuck peer may then be the cause, so the communicator
+  // listens for who else is silent.
+  int stalledOn() const { return stalledOn_; }
+  // Returns a copy that names peer as the one a wait stalled on.
+  Status withStalledOn(int peer) const {
+    Status out = *this;
+    out.stalledOn_ = peer;
+    return out;
   }
 
  private:
   collieResult_t code_ = collieSuccess;
   std::string msg_;
+  int stalledOn_ = -1;
 };
 
 inline Status invalidArgument(std::string m) { return Status(collieInvalidArgument, std::move(m)); }
@@ -38,6 +52,10 @@ inline Status systemError(std::string m) { return Status(collieSystemError, std:
 inline Status internalError(std::string m) { return Status(collieInternalError, std::move(m)); }
 inline Status remoteError(std::string m) { return Status(collieRemoteError, std::move(m)); }
 inline Status timeoutError(std::string m) { return Status(collieTimeout, std::move(m)); }
+// A wait that ran out of time on peer: a timeout that names it (Status::stalledOn).
+inline Status stalledWait(std::string m, int peer) {
+  return timeoutError(std::move(m)).withStalledOn(peer);
+}
 // A system call failed: the message gets strerror(err).
 Status errnoStatus(const std::string& what, int err);
 
@@ -45,7 +63,7 @@ template <typename T>
 class StatusOr {
  public:
   StatusOr(Status s) : status_(std::move(s)) {}  // NOLINT: implicit by design
-  StatusOr(T v) : value_(std::move(v)) {}         // NOLINT
+  StatusOr(T v) : value_(std::move(v)) {}        // NOLINT
   bool isOk() const { return status_.isOk(); }
   const Status& status() const { return status_; }
   T& value() { return value_; }
@@ -62,14 +80,14 @@ class StatusOr {
 #define COLLIE_CONCAT_INNER(a, b) a##b
 #define COLLIE_CONCAT(a, b) COLLIE_CONCAT_INNER(a, b)
 
-#define COLLIE_RETURN_IF_ERROR(expr)                          \
-  do {                                                        \
-    ::collie::Status collie_status_ = (expr);                 \
-    if (!collie_status_.isOk()) return collie_status_;        \
+#define COLLIE_RETURN_IF_ERROR(expr)                   \
+  do {                                                 \
+    ::collie::Status collie_status_ = (expr);          \
+    if (!collie_status_.isOk()) return collie_status_; \
   } while (0)
 
-#define COLLIE_ASSIGN_OR_RETURN(lhs, expr)                                  \
-  auto COLLIE_CONCAT(collie_sor_, __LINE__) = (expr);                       \
-  if (!COLLIE_CONCAT(collie_sor_, __LINE__).isOk())                         \
-    return COLLIE_CONCAT(collie_sor_, __LINE__).status();                   \
+#define COLLIE_ASSIGN_OR_RETURN(lhs, expr)                \
+  auto COLLIE_CONCAT(collie_sor_, __LINE__) = (expr);     \
+  if (!COLLIE_CONCAT(collie_sor_, __LINE__).isOk())       \
+    return COLLIE_CONCAT(collie_sor_, __LINE__).status(); \
   lhs = COLLIE_CONCAT(collie_sor_, __LINE__).take()

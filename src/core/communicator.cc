@@ -77,7 +77,8 @@ Status CommImpl::connect(const BootstrapInfo& info) {
   for (int p = 0; p < nranks_; ++p)
     if (p != rank_) COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, mesh_->via(p));
   COLLIE_RETURN_IF_ERROR(leaveRendezvous(&rv_, rank_, nranks_, initDeadline_));
-  failure_->attach(mesh_->live());
+  const std::vector<Connection*> live = mesh_->live();
+  failure_->attach(std::vector<AbortLink*>(live.begin(), live.end()));
   return Status::ok();
 }
 

@@ -21,18 +21,16 @@ Status FailureProtocol::fail(const Status& s) {
   // Peers that take data first: an abort to a peer that does not read waits a while, and the
   // others listen for theirs meanwhile; told late, a live peer would name this rank as stuck.
   for (const bool queued : {false, true})
-    for (Connection* c : peers_)
-      if (c->sendsQueued() == queued) c->sendAbort(s.message());
+    for (AbortLink* c : peers_)
+      if (c->sendsQueued() == queued) c->sendAbort(s);
   Status out = s;
   // A wait that timed out names the peer it waited on, which may itself wait on a stuck one;
   // a peer's abort passes that on.
-  const bool stuckPeer =
-      s.code() == collieTimeout ||
-      (s.code() == collieRemoteError && s.message().find(kTimedOutWaitingFor) != std::string::npos);
+  const bool stuckPeer = s.code() == collieTimeout || s.stalledOn() >= 0;
   if (stuckPeer) {
     const std::string silent = silentPeers();
     if (!silent.empty()) {
-      out = Status(s.code(), s.message() + silent);
+      out = Status(s.code(), s.message() + silent).withStalledOn(s.stalledOn());
       record(out, s);
     }
   } else {
@@ -56,11 +54,11 @@ FailureProtocol::Hearing FailureProtocol::listen(bool forWord) {
     h.silent.clear();
     h.told = 0;
     bool owed = false;  // this rank's abort, not all gone to a peer that waits for it
-    for (Connection* c : peers_) {
-      const Connection::Word w = c->listenAfterFailure();
-      if (w != Connection::Word::kUnknown) ++h.told;
-      if (w == Connection::Word::kNothing) h.silent.push_back(c->peer());
-      if (c->abortPending() && (!forWord || w == Connection::Word::kHeard)) owed = true;
+    for (AbortLink* c : peers_) {
+      const AbortLink::Word w = c->listenAfterFailure();
+      if (w != AbortLink::Word::kUnknown) ++h.told;
+      if (w == AbortLink::Word::kNothing) h.silent.push_back(c->peer());
+      if (c->abortPending() && (!forWord || w == AbortLink::Word::kHeard)) owed = true;
     }
     if (((!forWord || h.silent.empty()) && !owed) || grace.expired()) return h;
     // collieCommAbort waits for this op (it takes the op's lock): the grace ends with it.

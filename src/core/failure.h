@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "src/base/status.h"
-#include "transports/transport.h"
+#include "transports/abort_link.h"
 
 namespace collie {
 
@@ -18,7 +18,7 @@ class FailureProtocol {
   FailureProtocol(int64_t timeoutMs, const std::atomic<bool>* aborting)
       : timeoutMs_(timeoutMs), aborting_(aborting) {}
   // The connections to tell and to listen to, once init made them.
-  void attach(std::vector<Connection*> peers) { peers_ = std::move(peers); }
+  void attach(std::vector<AbortLink*> peers) { peers_ = std::move(peers); }
 
   bool failed() const { return failed_.load(); }
   // Fails the communicator with s and tells every peer why. Returns what this rank reports:
@@ -48,7 +48,7 @@ class FailureProtocol {
 
   int64_t timeoutMs_;
   const std::atomic<bool>* aborting_;
-  std::vector<Connection*> peers_;
+  std::vector<AbortLink*> peers_;
   std::atomic<bool> failed_{false};
   std::mutex mu_;
   Status first_;            // guarded by mu_

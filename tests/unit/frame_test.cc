@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "src/base/dtype.h"
-#include "transports/tcp/tcp_transport.h"
+#include "transports/frame.h"
 
 namespace collie {
 namespace {

@@ -38,7 +38,7 @@ class FakeConnection : public Connection {
     return Status::ok();
   }
   void appendPollFds(std::vector<struct pollfd>*) const override {}
-  void sendAbort(const std::string&) override {}
+  void sendAbort(const Status&) override {}
   bool hasPending() const override { return fails_ || posted_ != nullptr; }
   int calls = 0;
 

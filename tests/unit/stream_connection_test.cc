@@ -27,12 +27,8 @@ class ScriptedStream : public ByteStream {
   }
   // What a peer that aborts writes: the abort's header, then its reason.
   void queueAbort(uint64_t comm, const std::string& reason) {
-    FrameHeader h{};
-    h.magic = kAbortMagic;
-    h.commId = comm;
-    h.len = reason.size();
-    queue(&h, sizeof(h));
-    queue(reason.data(), reason.size());
+    const std::string frame = encodeAbort(comm, remoteError(reason));
+    queue(frame.data(), frame.size());
   }
   // From now on a write fails with -err (the peer is gone).
   void failWrites(int err) { writeErr_ = -err; }
@@ -181,7 +177,7 @@ TEST(StreamConnection, ListeningAfterHearingThePeerStillSendsThisRanksAbort) {
   ASSERT_TRUE(conn.progress(&progressed).isOk());
   ASSERT_FALSE(sq.done);
   const std::string reason = "rank 0: timed out waiting for peer rank 3";
-  conn.sendAbort(reason);  // gives up on a peer that takes nothing
+  conn.sendAbort(stalledWait(reason, 3));  // gives up on a peer that takes nothing
   EXPECT_TRUE(conn.abortPending());
   stream->queueAbort(kComm, "rank 1: timed out waiting for peer rank 2");
   EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kHeard);
@@ -210,6 +206,65 @@ TEST(StreamConnection, ListeningAfterAFailureTakesAGarbledFrameAsAWord) {
   EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kHeard);
   bool progressed = false;
   EXPECT_FALSE(conn.progress(&progressed).isOk());
+}
+
+// Two connections joined back to back: what one writes, the other reads.
+struct Pair {
+  int reads[2] = {0, 0};
+  ScriptedStream* out;
+  ScriptedStream* in;
+  std::unique_ptr<StreamConnection> sender, receiver;
+  Pair() {
+    auto a = std::make_unique<ScriptedStream>(&reads[0]);
+    auto b = std::make_unique<ScriptedStream>(&reads[1]);
+    out = a.get();
+    in = b.get();
+    std::vector<std::unique_ptr<ByteStream>> sa, sb;
+    sa.push_back(std::move(a));
+    sb.push_back(std::move(b));
+    sender = std::make_unique<StreamConnection>(1, kComm, std::move(sa), StreamOptions{});
+    receiver = std::make_unique<StreamConnection>(0, kComm, std::move(sb), StreamOptions{});
+  }
+  // Sends failure's abort and returns the error it gives the receiver, waiting on a receive.
+  Status abortWith(const Status& failure) {
+    sender->sendAbort(failure);
+    in->queue(out->written().data(), out->written().size());
+    char buf[8];
+    Request rr;
+    EXPECT_TRUE(receiver->irecv(buf, sizeof(buf), stepTag(0), &rr).isOk());
+    bool progressed = false;
+    return receiver->progress(&progressed);
+  }
+};
+
+// The peer a wait stalled on travels in the abort's header, not in its text: the receiver's
+// error names it, so the communicator listens for a stuck peer without reading the message.
+TEST(StreamConnection, AnAbortCarriesThePeerTheFailedWaitStalledOn) {
+  Pair p;
+  const Status st = p.abortWith(stalledWait("rank 0: allreduce stalled", 3).withContext("op #2"));
+  EXPECT_EQ(st.code(), collieRemoteError) << st.toString();
+  EXPECT_EQ(st.stalledOn(), 3) << st.toString();
+  EXPECT_NE(st.message().find("peer rank 0 aborted: op #2: rank 0: allreduce stalled"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(StreamConnection, AnAbortOfAFailureThatIsNoStalledWaitNamesNoPeer) {
+  Pair p;
+  const Status st =
+      p.abortWith(remoteError("rank 0 lost peer rank 2: timed out waiting for "
+                              "peer rank 2, as the text says"));
+  EXPECT_EQ(st.code(), collieRemoteError) << st.toString();
+  EXPECT_EQ(st.stalledOn(), -1) << st.toString();
+}
+
+// A peer's abort that names a stalled peer, passed on in this rank's own abort, names it again.
+TEST(StreamConnection, AnAbortPassedOnKeepsTheStalledPeer) {
+  Pair first;
+  const Status heard = first.abortWith(stalledWait("timed out", 5));
+  Pair second;
+  const Status st = second.abortWith(heard.withContext("allreduce on rank 0"));
+  EXPECT_EQ(st.stalledOn(), 5) << st.toString();
 }
 
 TEST(StreamConnection, WithNothingPostedEveryStreamIsReadAtOnce) {

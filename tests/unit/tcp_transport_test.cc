@@ -88,6 +88,7 @@ TEST(TcpTransport, SilentPeerTimesOutNamingIt) {
   Poller poller({m.conns[1][0].get()}, 0, nullptr);
   Status s = poller.wait(&rr, Deadline::afterMs(200), "allreduce");
   EXPECT_EQ(s.code(), collieTimeout);
+  EXPECT_EQ(s.stalledOn(), 0);
   EXPECT_NE(s.message().find("peer rank 0"), std::string::npos) << s.message();
 }
 
@@ -96,7 +97,7 @@ TEST(TcpTransport, AbortFromPeerCarriesItsReason) {
   char buf[64];
   Request rr;
   ASSERT_TRUE(m.conns[0][1]->irecv(buf, sizeof(buf), stepTag(0), &rr).isOk());
-  m.conns[1][0]->sendAbort("rank 1 lost peer rank 7");
+  m.conns[1][0]->sendAbort(remoteError("rank 1 lost peer rank 7"));
   Poller poller({m.conns[0][1].get()}, 0, nullptr);
   Status s = poller.wait(&rr, Deadline::afterMs(3000), "test");
   EXPECT_EQ(s.code(), collieRemoteError);

@@ -96,7 +96,7 @@ class MappedPeer : public Connection {
   Status irecv(void*, size_t, const FrameTag&, Request*) override { return Status::ok(); }
   Status progress(bool*) override { return Status::ok(); }
   void appendPollFds(std::vector<struct pollfd>*) const override {}
-  void sendAbort(const std::string&) override {}
+  void sendAbort(const Status&) override {}
   void* peerBuffer() override { return buf_; }
   void* localBuffer() override { return buf_; }
   size_t peerBufferBytes() const override { return sizeof(buf_); }

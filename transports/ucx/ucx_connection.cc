@@ -42,14 +42,22 @@ ucp_tag_t abortTag(int sender) {
   return kAbortChannel | (static_cast<uint64_t>(sender) << kRankShift);
 }
 
-void startRequest(Request* req, size_t bytes, const FrameTag& tag, bool isSend, int peer) {
-  req->done = false;
-  req->status = Status::ok();
-  req->bytes = bytes;
-  req->peer = peer;
-  req->isSend = isSend;
-  req->tag = tag;
-  req->partsLeft = 0;
+// Where a frame's bytes go: a small one is copied whole through the op's bounce buffer, a
+// large one goes as two pieces, the header and the caller's buffer.
+void frameBuffers(UcxOp* op, ucp_request_param_t* p, void** buffer, size_t* count) {
+  op->small = op->len <= kSmallMessage;
+  if (op->small) {
+    op->bounce.resize(kHdr + op->len);
+    p->datatype = ucp_dt_make_contig(1);
+    *buffer = op->bounce.data();
+    *count = op->bounce.size();
+  } else {
+    op->iov[0] = {&op->hdr, kHdr};
+    op->iov[1] = {op->data, op->len};
+    p->datatype = ucp_dt_make_iov();
+    *buffer = op->iov;
+    *count = 2;
+  }
 }
 
 }  // namespace
@@ -130,7 +138,7 @@ Status UcxConnection::post(UcxOp* op, ucs_status_ptr_t sp) {
 }
 
 Status UcxConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
-  startRequest(req, bytes, tag, true, peer_);
+  req->start(bytes, tag, true, peer_);
   if (!failed_.isOk()) return failed_;
   if (!peerLost_.isOk()) return fail(peerLost_);
   UcxOp* op = t_->takeOp();
@@ -145,22 +153,12 @@ Status UcxConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, 
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
   p.cb.send = &UcxConnection::sendCallback;
   p.user_data = op;
-  const void* buffer;
+  void* buffer;
   size_t count;
-  op->small = bytes <= kSmallMessage;
+  frameBuffers(op, &p, &buffer, &count);
   if (op->small) {
-    op->bounce.resize(kHdr + bytes);
     memcpy(op->bounce.data(), &op->hdr, kHdr);
     if (bytes > 0) memcpy(op->bounce.data() + kHdr, buf, bytes);
-    p.datatype = ucp_dt_make_contig(1);
-    buffer = op->bounce.data();
-    count = op->bounce.size();
-  } else {
-    op->iov[0] = {&op->hdr, kHdr};
-    op->iov[1] = {op->data, bytes};
-    p.datatype = ucp_dt_make_iov();
-    buffer = op->iov;
-    count = 2;
   }
   op->posting = true;
   track(op);
@@ -168,7 +166,7 @@ Status UcxConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, 
 }
 
 Status UcxConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) {
-  startRequest(req, bytes, tag, false, peer_);
+  req->start(bytes, tag, false, peer_);
   if (!failed_.isOk()) return failed_;
   if (!peerLost_.isOk()) return fail(peerLost_);
   UcxOp* op = t_->takeOp();
@@ -184,19 +182,7 @@ Status UcxConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Reques
   p.user_data = op;
   void* buffer;
   size_t count;
-  op->small = bytes <= kSmallMessage;
-  if (op->small) {
-    op->bounce.resize(kHdr + bytes);
-    p.datatype = ucp_dt_make_contig(1);
-    buffer = op->bounce.data();
-    count = op->bounce.size();
-  } else {
-    op->iov[0] = {&op->hdr, kHdr};
-    op->iov[1] = {op->data, bytes};
-    p.datatype = ucp_dt_make_iov();
-    buffer = op->iov;
-    count = 2;
-  }
+  frameBuffers(op, &p, &buffer, &count);
   op->posting = true;
   track(op);
   return post(
@@ -291,7 +277,7 @@ void UcxConnection::finishAbortRecv(UcxOp* op, ucs_status_t status, size_t lengt
   std::string reason(op->bounce.data() + kHdr, n);
   if (n < h.len || status != UCS_OK) reason += " (reason cut short)";
   aborted_ = true;
-  fail(remoteError(who() + " aborted: " + reason));
+  fail(abortError(peer_, h, reason));
 }
 
 void UcxConnection::onEndpointError(ucs_status_t status) {
@@ -306,9 +292,8 @@ void UcxConnection::onEndpointError(ucs_status_t status) {
 
 void UcxConnection::lostAfterGrace(const char* what, ucs_status_t status) {
   // An op that fails with its endpoint: the peer's abort, sent before it closed and naming the
-  // rank it lost, may still complete, and is the better error (4 ranks, one killed: a survivor
-  // named another survivor, which had aborted and exited, in 2 runs of 30 under ASan; in none
-  // of 80 with the grace). progress() fails the connection once the grace has passed.
+  // rank it lost, may still complete, and is the better error (else a survivor names a peer
+  // that aborted and exited). progress() fails the connection once the grace has passed.
   if (peerLost_.isOk())
     peerLost_ = remoteError("lost " + who() + ": " + what + " (" + api_->statusString(status) +
                             "; the peer process died or the link is down)");
@@ -379,24 +364,18 @@ void UcxConnection::appendPollFds(std::vector<pollfd>* fds) const {
   fds->push_back(pollfd{st == UCS_OK ? efd : ready, POLLIN, 0});
 }
 
-void UcxConnection::sendAbort(const std::string& reason) {
+void UcxConnection::sendAbort(const Status& failure) {
   if (aborted_ || abortSent_) return;
   abortSent_ = true;
   // The failed op's Requests are gone; UCX may complete any op of the worker from here on.
   t_->detachAll();
   if (epFailed_) return;  // nobody to tell
-  std::string r = reason.substr(0, kMaxAbortPayload);
+  const std::string frame = encodeAbort(t_->commId_, failure);
   UcxOp* op = t_->takeOp();
   op->conn = this;
   op->kind = UcxOp::kAbortSend;
   op->small = true;
-  FrameHeader h{};
-  h.magic = kAbortMagic;
-  h.commId = t_->commId_;
-  h.len = r.size();
-  op->bounce.resize(kHdr + r.size());
-  memcpy(op->bounce.data(), &h, kHdr);
-  memcpy(op->bounce.data() + kHdr, r.data(), r.size());
+  op->bounce.assign(frame.begin(), frame.end());
   ucp_request_param_t p{};
   p.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "transports/stream_connection.h"
 #include "transports/transport.h"
 #include "transports/ucx/ucx_api.h"
 
@@ -125,13 +124,15 @@ class UcxConnection : public Connection {
   UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode);
   ~UcxConnection() override;
 
-  int peer() const override { return peer_; }
   Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
   Status irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
   Status progress(bool* progressed) override;
   void appendPollFds(std::vector<pollfd>* fds) const override;
-  void sendAbort(const std::string& reason) override;
   bool hasPending() const override { return userInFlight_ > 0 || !failed_.isOk() || opFailed_; }
+
+  // AbortLink: the abort is a message on its own tag channel, its receive always posted.
+  int peer() const override { return peer_; }
+  void sendAbort(const Status& failure) override;
   void linger(const Deadline& deadline) override;
 
   // Called from UCX's callbacks (inside ucp_worker_progress, of any connection of the worker).
