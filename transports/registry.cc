@@ -72,8 +72,7 @@ std::vector<std::vector<Transport*>> choosePerPeer(const std::vector<Transport*>
 
 StatusOr<std::unique_ptr<TransportMesh>> TransportMesh::connect(
     std::vector<std::unique_ptr<Transport>> transports, const std::vector<RankPlace>& ranks,
-    int self, AddressExchange* exchange, const std::string& restriction,
-    const Deadline& deadline) {
+    int self, AddressExchange* exchange, const std::string& restriction, const Deadline& deadline) {
   std::unique_ptr<TransportMesh> m(new TransportMesh());
   m->transports_ = std::move(transports);
   std::vector<Transport*> order;

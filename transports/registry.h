@@ -30,9 +30,9 @@ StatusOr<AllowedTransports> parseAllowedTransports(const std::string& list);
 // What making the transports needs.
 struct TransportConfig {
   AllowedTransports allowed;
-  Identity id;          // this rank, the job's secret and communicator id
+  Identity id;  // this rank, the job's secret and communicator id
   TcpOptions tcp;
-  SockAddr tcpLocal;    // the address to listen on
+  SockAddr tcpLocal;  // the address to listen on
   ShmOptions shm;
   bool shmShrinkable = true;  // the shm sizes are the defaults (they may shrink to fit)
 };

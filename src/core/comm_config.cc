@@ -51,7 +51,8 @@ StatusOr<CommConfig> readCommConfig() {
   c.connectMs = getenv("COLLIE_CONNECT_TIMEOUT_MS") ? params().getInt("COLLIE_CONNECT_TIMEOUT_MS")
                                                     : c.timeoutMs;
   if (c.connectMs < 1) c.connectMs = c.timeoutMs;
-  c.chunkBytes = static_cast<size_t>(std::max<int64_t>(4096, params().getInt("COLLIE_CHUNK_BYTES")));
+  c.chunkBytes =
+      static_cast<size_t>(std::max<int64_t>(4096, params().getInt("COLLIE_CHUNK_BYTES")));
   c.tunerTrials = static_cast<int>(params().getInt("COLLIE_TUNER_TRIALS"));
   c.tunerRun = static_cast<int>(params().getInt("COLLIE_TUNER_RUN"));
   c.tunerSpan = static_cast<double>(std::max<int64_t>(1, params().getInt("COLLIE_TUNER_SPAN")));

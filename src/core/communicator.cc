@@ -70,12 +70,12 @@ Status CommImpl::connect(const BootstrapInfo& info) {
   }
   COLLIE_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Transport>> transports, makeTransports(tc));
   StoreExchange exchange(rv_.store.get(), rank_);
-  COLLIE_ASSIGN_OR_RETURN(mesh_, TransportMesh::connect(std::move(transports), layout_.places,
-                                                        rank_, &exchange,
-                                                        cfg_.transports.restriction,
-                                                        initDeadline_));
+  COLLIE_ASSIGN_OR_RETURN(
+      mesh_, TransportMesh::connect(std::move(transports), layout_.places, rank_, &exchange,
+                                    cfg_.transports.restriction, initDeadline_));
   for (int p = 0; p < nranks_; ++p)
-    if (p != rank_) COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, mesh_->via(p));
+    if (p != rank_)
+      COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, mesh_->via(p));
   COLLIE_RETURN_IF_ERROR(leaveRendezvous(&rv_, rank_, nranks_, initDeadline_));
   const std::vector<Connection*> live = mesh_->live();
   failure_->attach(std::vector<AbortLink*>(live.begin(), live.end()));
@@ -90,8 +90,8 @@ Status CommImpl::setUpWaits() {
   COLLIE_INFO(kLogInit, "rank %d: %d ranks on this machine, %d on this host, %u cores: %s", rank_,
               layout_.machineRanks, layout_.localRanks, cores,
               oversubscribed_ ? "waits yield the core" : "waits spin");
-  poller_.reset(new Poller(mesh_->live(), cfg_.spinUs, &aborting_, mesh_->doorbell(),
-                           oversubscribed_));
+  poller_.reset(
+      new Poller(mesh_->live(), cfg_.spinUs, &aborting_, mesh_->doorbell(), oversubscribed_));
   return Status::ok();
 }
 
@@ -163,41 +163,6 @@ CommImpl::~CommImpl() {
   if (rv_.server) rv_.server->stop();
 }
 
-Status CommImpl::agreeOnMax(double* v, size_t n, const char* opName) {
-  CollArgs agree;
-  agree.send = v;
-  agree.recv = v;
-  agree.count = n;
-  agree.dtype = collieFloat64;
-  agree.op = collieMax;
-  Algorithm* ring = nullptr;
-  COLLIE_RETURN_IF_ERROR(findAlgorithm("ring", &ring));
-  AlgoContext ctx = context(agree);
-  ctx.opName = opName;
-  return ring->run(agree, ctx);
-}
-
-Status CommImpl::findAlgorithm(const std::string& want, Algorithm** out) const {
-  *out = nullptr;
-  if (want.empty() || want == "auto") return Status::ok();
-  for (auto& a : algos_)
-    if (want == a->name()) *out = a.get();
-  if (*out != nullptr) return Status::ok();
-  std::string have;
-  for (auto& a : algos_) have += std::string(have.empty() ? "" : ", ") + a->name();
-  return invalidArgument("COLLIE_ALGO=" + want + " is not an algorithm of this build (" + have +
-                         ", or auto)");
-}
-
-Status CommImpl::setAlgorithm(const std::string& name) {
-  progress_.waitIdle();
-  std::lock_guard<std::mutex> e(execMu_);
-  Algorithm* a = nullptr;
-  COLLIE_RETURN_IF_ERROR(findAlgorithm(name, &a));
-  forced_ = a;
-  return Status::ok();
-}
-
 AlgoContext CommImpl::context(const CollArgs& args) {
   AlgoContext ctx;
   ctx.rank = rank_;
@@ -222,28 +187,6 @@ Status CommImpl::execute(const CollArgs& args, DeviceOp* device) {
   if (args.memory != MemoryKind::kHost) return device_->execute(args, device, failed, &aborting_);
   if (!failed.isOk()) return failed;
   return executeHost(args);
-}
-
-Status CommImpl::pick(const CollArgs& args, const AlgoContext& ctx, Algorithm** algo,
-                      OnlineTuner::Trial** trial) {
-  LastPick& lp = lastPick_;
-  if (lp.algo != nullptr && lp.forced == forced_ && lp.coll == args.coll &&
-      lp.count == args.count && lp.dtype == args.dtype && lp.root == args.root &&
-      lp.memory == args.memory) {
-    *algo = lp.algo;
-    return Status::ok();
-  }
-  // Trials only where the choice is the tuner's and the call moves data; a forced algorithm
-  // or a barrier is pickAlgorithm's to check.
-  if (forced_ == nullptr && args.coll != Collective::kBarrier && args.count > 0)
-    *algo = online_.next(
-        CallShape::of(args),
-        [&] { return modelCandidates(algos_, args, ctx, cfg_.tunerSpan); }, trial);
-  if (*algo == nullptr) COLLIE_RETURN_IF_ERROR(pickAlgorithm(algos_, forced_, args, ctx, algo));
-  // The op of this shape, with the model's pick or the tuner's once it has settled.
-  if (*trial == nullptr)
-    lp = LastPick{*algo, forced_, args.coll, args.count, args.dtype, args.root, args.memory};
-  return Status::ok();
 }
 
 Status CommImpl::executeHost(const CollArgs& args) {

@@ -128,7 +128,8 @@ Status DevicePath::setUpIpc(int device) {
   dc.slotBytes = static_cast<size_t>(
       std::max<int64_t>(4096, params().getInt("COLLIE_CUDA_SLOT_BYTES")) & ~int64_t(255));
   dc.nslots = static_cast<int>(std::max<int64_t>(1, params().getInt("COLLIE_CUDA_SLOTS")));
-  COLLIE_ASSIGN_OR_RETURN(state_->ipc, DeviceIpc::create(dc, store_, Deadline::afterMs(timeoutMs_)));
+  COLLIE_ASSIGN_OR_RETURN(state_->ipc,
+                          DeviceIpc::create(dc, store_, Deadline::afterMs(timeoutMs_)));
   DeviceIpc* ipc = state_->ipc.get();
   if (ipc == nullptr) return Status::ok();
   // COLLIE_ALGO / collieCommSetAlgorithm: ring and tree run on the device, the other

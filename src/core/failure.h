@@ -51,8 +51,8 @@ class FailureProtocol {
   std::vector<AbortLink*> peers_;
   std::atomic<bool> failed_{false};
   std::mutex mu_;
-  Status first_;            // guarded by mu_
-  std::string lastError_;   // guarded by mu_
+  Status first_;           // guarded by mu_
+  std::string lastError_;  // guarded by mu_
 };
 
 }  // namespace collie

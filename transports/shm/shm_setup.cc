@@ -1,5 +1,5 @@
-// The shm group step: the local ranks make their segments at sizes /dev/shm has room for, map
-// each other's, and all go on with shm or all give it up alike.
+// The shm connections: a peer's segment mapped, and the group step in which the local ranks
+// make segments /dev/shm has room for, map each other's, and all keep shm or all give it up.
 #include <algorithm>
 #include <cstring>
 
@@ -28,6 +28,23 @@ bool allSay(const std::vector<std::string>& v, const char* what) {
 }
 
 }  // namespace
+
+Status ShmTransport::mapPeers(const std::vector<std::string>& names) {
+  for (size_t i = 0; i < local_.size(); ++i)
+    if (static_cast<int>(i) != localIndex_) COLLIE_RETURN_IF_ERROR(mapPeer(i, names[i]));
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<Connection>> ShmTransport::connect(int peer,
+                                                            const std::string& peerBytes) {
+  const auto it = std::find(local_.begin(), local_.end(), peer);
+  if (it == local_.end() || peer == rank_ || own_ == nullptr)
+    return invalidArgument("shm connect: peer rank " + std::to_string(peer) +
+                           " is not a local peer of this segment");
+  const size_t i = static_cast<size_t>(it - local_.begin());
+  COLLIE_RETURN_IF_ERROR(mapPeer(i, peerBytes));
+  return connectionTo(i);
+}
 
 Status ShmTransport::connectGroup(ConnectStep* step, ConnectionTable* conns) {
   std::vector<int> local = step->peers;
@@ -64,15 +81,14 @@ Status ShmTransport::sizeSegments(ConnectStep* step, std::vector<std::string>* n
     so.stagingBytes >>= shrink;
     const Status made = makeSegment(so);
     const std::string round = "/" + std::to_string(shrink);
-    COLLIE_RETURN_IF_ERROR(step->exchange->exchange("shm" + round,
-                                                    made.isOk() ? name_ : refusal(made), local_,
-                                                    step->deadline, names));
+    COLLIE_RETURN_IF_ERROR(step->exchange->exchange(
+        "shm" + round, made.isOk() ? name_ : refusal(made), local_, step->deadline, names));
     if (shrink >= kShrinks || std::none_of(names->begin(), names->end(), noRoom))
       return Status::ok();
     // Smaller only where no local rank chose its own sizes: each decides from what all say,
     // so that all try again or none does.
-    COLLIE_RETURN_IF_ERROR(step->exchange->exchange(
-        "shmshrink" + round, shrinkable_ ? "1" : "0", local_, step->deadline, &votes));
+    COLLIE_RETURN_IF_ERROR(step->exchange->exchange("shmshrink" + round, shrinkable_ ? "1" : "0",
+                                                    local_, step->deadline, &votes));
     if (!allSay(votes, "1")) return Status::ok();
     dropSegment();
     // Every segment of this try is gone before any rank makes one of the next.
@@ -94,8 +110,7 @@ bool ShmTransport::refused(ConnectStep* step, const std::vector<std::string>& va
   const bool misuse = values[i][0] == '?';
   const std::string why = "shm: rank " + std::to_string(local_[i]) + ": " + values[i].substr(1);
   if (step->fallback != nullptr && !misuse) {
-    COLLIE_WARN(kLogInit, "%s; the peers on this host use %s instead", why.c_str(),
-                step->fallback);
+    COLLIE_WARN(kLogInit, "%s; the peers on this host use %s instead", why.c_str(), step->fallback);
     step->peers.clear();
     *result = Status::ok();
     return true;

@@ -157,23 +157,26 @@ class ShmSegment {
     s->size_ = size;
     s->nlocal_ = nlocal;
     s->o_ = o;
-    // In the page tables now, not page by page on first touch: a small message touching fresh
-    // ring pages cost 4-6x its time until the ring had wrapped once (2 ranks, 8 KiB calls:
-    // 10 us for the first ~125, then 1.6 us).
-    const size_t rings = ringsOffset(nlocal), staging = stagingOffset(nlocal, o);
-    int e = populate(s->base_, rings);
-    if (e == EINVAL) {
-      // A kernel that cannot populate on demand: the rings keep their pages, faulted in now.
-      s->lazyRings_ = false;
-      touch(s->base_, size);
-      e = 0;
-    }
-    for (uint32_t i = 0; i < nlocal && e == 0 && s->lazyRings_; ++i)
-      e = populate(s->ringData(i), ringHeadBytes(o));
-    if (e == 0) e = populate(s->base_ + staging, size - staging);
+    const int e = s->populateAtSetUp();
     if (e != 0) return fail(errnoStatus("populating shm segment " + name, e));
     close(fd);
     return s;
+  }
+  // Into the page tables now, not page by page on first touch, which slows the first calls
+  // that reach fresh ring pages: 0, or an errno.
+  int populateAtSetUp() {
+    const size_t rings = ringsOffset(nlocal_), staging = stagingOffset(nlocal_, o_);
+    int e = populate(base_, rings);
+    if (e == EINVAL) {
+      // A kernel that cannot populate on demand: the rings keep their pages, faulted in now.
+      lazyRings_ = false;
+      touch(base_, size_);
+      e = 0;
+    }
+    for (uint32_t i = 0; i < nlocal_ && e == 0 && lazyRings_; ++i)
+      e = populate(ringData(i), ringHeadBytes(o_));
+    if (e == 0) e = populate(base_ + staging, size_ - staging);
+    return e;
   }
   // The owner, once every local rank holds its whole segment: the rings' pages past their
   // heads go back to the tmpfs until their writers first use them; a head stays, for an abort
@@ -452,23 +455,6 @@ Status ShmTransport::mapPeer(size_t i, const std::string& name) {
                         " does not match this rank's (COLLIE_SHM_* settings must agree)");
   peers_[i] = seg.take();
   return Status::ok();
-}
-
-Status ShmTransport::mapPeers(const std::vector<std::string>& names) {
-  for (size_t i = 0; i < local_.size(); ++i)
-    if (static_cast<int>(i) != localIndex_) COLLIE_RETURN_IF_ERROR(mapPeer(i, names[i]));
-  return Status::ok();
-}
-
-StatusOr<std::unique_ptr<Connection>> ShmTransport::connect(int peer,
-                                                            const std::string& peerBytes) {
-  const auto it = std::find(local_.begin(), local_.end(), peer);
-  if (it == local_.end() || peer == rank_ || own_ == nullptr)
-    return invalidArgument("shm connect: peer rank " + std::to_string(peer) +
-                           " is not a local peer of this segment");
-  const size_t i = static_cast<size_t>(it - local_.begin());
-  COLLIE_RETURN_IF_ERROR(mapPeer(i, peerBytes));
-  return connectionTo(i);
 }
 
 bool shmPopulatesOnDemand() {

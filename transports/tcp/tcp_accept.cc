@@ -85,8 +85,10 @@ Status TcpTransport::acceptPeers(int expected, const std::vector<int>& socks,
       Pending& p = pending[i];
       ssize_t r = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, 0);
       if (r <= 0) {
-        if (r == 0) drop(i, "closed before a complete hello");
-        else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) drop(i, strerror(errno));
+        if (r == 0)
+          drop(i, "closed before a complete hello");
+        else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+          drop(i, strerror(errno));
         continue;
       }
       p.got += static_cast<size_t>(r);

@@ -25,7 +25,7 @@ struct Identity {
 struct TcpOptions {
   int nsocks = 2;  // sockets to each peer; 0: by where the peer is (socketsFor)
   size_t stripeBytes = 256 << 10;
-  int bufBytes = 4 << 20;  // SO_SNDBUF/SO_RCVBUF of every socket (0: the kernel's)
+  int bufBytes = 4 << 20;   // SO_SNDBUF/SO_RCVBUF of every socket (0: the kernel's)
   bool bufPerPeer = false;  // bufBytes unset: sized by where the peer is (bufferFor)
   int64_t userTimeoutMs = 300000;
   std::string congestion;  // TCP congestion control of the data sockets; "" the system's
@@ -80,8 +80,8 @@ class TcpTransport : public Transport {
                      const std::vector<int>& bufBytes) const;
   Status dialHigher(const std::vector<std::string>& addrs, const std::vector<int>& socks,
                     const Deadline& deadline, FdTable* fds);
-  Status dialOne(const SockAddr& addr, int peer, int sockIdx, int nsocks,
-                 const Deadline& deadline, int* fd);
+  Status dialOne(const SockAddr& addr, int peer, int sockIdx, int nsocks, const Deadline& deadline,
+                 int* fd);
   Status acceptPeers(int expected, const std::vector<int>& socks, const Deadline& deadline,
                      FdTable* fds);
   // Why a complete hello does not belong to this mesh ("" where it does).

@@ -27,8 +27,8 @@ Status UcxTransport::giveUp(ConnectStep* step, const Status& made) {
     // Briefly, until the peers have come this far: the store may live in this process, and a
     // peer that loses it first would report that instead of the reason.
     std::vector<std::string> seen;
-    step->exchange->collect("ucx", step->peers,
-                            Deadline::afterMs(step->deadline.remainingMs(2000)), &seen);
+    step->exchange->collect("ucx", step->peers, Deadline::afterMs(step->deadline.remainingMs(2000)),
+                            &seen);
     return Status(made.code(), step->restriction + ": " + made.message());
   }
   const char* next = step->fallback != nullptr ? step->fallback : "tcp";

@@ -21,10 +21,10 @@ StatusOr<RankRecord> decodeRankRecord(const std::string& s, int rank);
 
 // Where the ranks are, as every rank computes it alike from the records.
 struct HostLayout {
-  std::vector<int> hostOf;       // per rank, the lowest rank on its host
-  int localRanks = 1;            // ranks on this host, this one included
-  int machineRanks = 1;          // ranks on this machine (kernel), at least localRanks
-  std::vector<RankPlace> places; // per rank, for the transports' choice
+  std::vector<int> hostOf;        // per rank, the lowest rank on its host
+  int localRanks = 1;             // ranks on this host, this one included
+  int machineRanks = 1;           // ranks on this machine (kernel), at least localRanks
+  std::vector<RankPlace> places;  // per rank, for the transports' choice
 };
 HostLayout layoutOf(const std::vector<RankRecord>& records, int self);
 

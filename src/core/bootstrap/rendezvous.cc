@@ -110,8 +110,8 @@ Status missingRanks(const Status& w, const std::vector<std::string>& missing, in
                         " (see COLLIE_CONNECT_TIMEOUT_MS / COLLIE_TIMEOUT_MS)");
   // Typically the store's rank gave up first; say who was missing all the same.
   if (ranks.empty()) return w;
-  return Status(w.code(),
-                "rendezvous failed (" + w.message() + "); ranks never arrived: " + joinRanks(ranks));
+  return Status(w.code(), "rendezvous failed (" + w.message() +
+                              "); ranks never arrived: " + joinRanks(ranks));
 }
 
 Status gatherRecords(Store* store, int nranks, int64_t connectMs, const Deadline& deadline,
@@ -135,12 +135,12 @@ Status gatherRecords(Store* store, int nranks, int64_t connectMs, const Deadline
 }  // namespace
 
 std::string initWhere(const BootstrapInfo& info) {
-  return "init of rank " + std::to_string(info.rank) + " of " + std::to_string(info.nranks) +
-         " (" + info.how + ", store " + info.storeAddr.toString() + ")";
+  return "init of rank " + std::to_string(info.rank) + " of " + std::to_string(info.nranks) + " (" +
+         info.how + ", store " + info.storeAddr.toString() + ")";
 }
 
-Status rendezvous(BootstrapInfo* info, const RankRecord& mine, int64_t connectMs,
-                  int64_t requestMs, const Deadline& deadline, Rendezvous* out) {
+Status rendezvous(BootstrapInfo* info, const RankRecord& mine, int64_t connectMs, int64_t requestMs,
+                  const Deadline& deadline, Rendezvous* out) {
   COLLIE_RETURN_IF_ERROR(serveStore(info, out));
   COLLIE_RETURN_IF_ERROR(connectStore(info, requestMs, deadline, out));
   COLLIE_RETURN_IF_ERROR(claimRank(out->store.get(), info->rank));

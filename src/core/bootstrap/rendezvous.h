@@ -14,16 +14,17 @@ namespace collie {
 struct Rendezvous {
   std::unique_ptr<StoreServer> server;  // where this rank serves the store
   std::unique_ptr<TcpStore> store;
-  std::vector<RankRecord> records;      // by rank
+  std::vector<RankRecord> records;  // by rank
 };
 
 // Which init failed and where its store is, for every init error.
 std::string initWhere(const BootstrapInfo& info);
 
 // Serves the store where this rank does, connects to it, claims this rank and publishes mine;
-// then waits until deadline (connectMs after init began) for every rank's record. info.storeAddr becomes the store's.
-Status rendezvous(BootstrapInfo* info, const RankRecord& mine, int64_t connectMs,
-                  int64_t requestMs, const Deadline& deadline, Rendezvous* out);
+// then waits until deadline (connectMs after init began) for every rank's record. info.storeAddr
+// becomes the store's.
+Status rendezvous(BootstrapInfo* info, const RankRecord& mine, int64_t connectMs, int64_t requestMs,
+                  const Deadline& deadline, Rendezvous* out);
 
 // Init's last step on the store: where this rank serves it, it waits for every rank to be past
 // its use, so that nobody loses it in the middle.
