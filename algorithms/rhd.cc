@@ -21,7 +21,7 @@ namespace collie {
 namespace {
 
 constexpr uint8_t kRhdId = 6;
-constexpr double kStepEfficiency = 0.8;  // see costUs
+constexpr double kStepEfficiency = 0.8;  // the rate rhd's steps reach, against the ring's
 
 // Builds one rank's schedule. Offsets are bytes into the working buffer (the output for
 // AllReduce and AllGather, a full-size accumulator for ReduceScatter).
@@ -161,6 +161,18 @@ void recvInto(Builder& b, int peer, char* work, const std::vector<ChunkSpan>& ps
   }
 }
 
+// The fold's receive on an odd rank: the even partner's input, reduced with its own into work.
+void foldIn(Builder& b, int peer, const char* in, char* work, const std::vector<ChunkSpan>& ps) {
+  for (const ChunkSpan& c : ps) {
+    ScheduleRecv x;
+    x.peer = peer;
+    x.bytes = c.bytes;
+    x.with = in + c.off;
+    x.out = work + c.off;
+    b.recv(x, c);
+  }
+}
+
 void allReduce(const CollArgs& a, const AlgoContext& ctx, ChunkSchedule* s) {
   const int n = ctx.nranks, r = ctx.rank, rem = rd::remainder(n), p = rd::largestPow2(n);
   const size_t esz = dtypeSize(a.dtype), bytes = a.count * esz;
@@ -176,14 +188,7 @@ void allReduce(const CollArgs& a, const AlgoContext& ctx, ChunkSchedule* s) {
   }
   const char* cur0 = in;
   if (r < 2 * rem) {
-    for (const ChunkSpan& c : whole) {
-      ScheduleRecv x;
-      x.peer = r - 1;
-      x.bytes = c.bytes;
-      x.with = in + c.off;
-      x.out = out + c.off;
-      b.recv(x, c);
-    }
+    foldIn(b, r - 1, in, out, whole);
     cur0 = out;
   }
   halving(b, v, n, cur0, out, a.op == collieAvg, [&](ChunkSpan c) { return out + c.off; });
@@ -192,79 +197,86 @@ void allReduce(const CollArgs& a, const AlgoContext& ctx, ChunkSchedule* s) {
     for (const ChunkSpan& c : whole) b.send(r - 1, out, c, true);
 }
 
-void reduceScatter(const CollArgs& a, const AlgoContext& ctx, std::vector<char>* acc,
-                   ChunkSchedule* s) {
-  const int n = ctx.nranks, r = ctx.rank, rem = rd::remainder(n), p = rd::largestPow2(n);
-  const size_t esz = dtypeSize(a.dtype), bb = a.count * esz, total = bb * n;
-  const char* in = static_cast<const char*>(a.send);
-  char* out = static_cast<char*>(a.recv);
-  Builder b(
-      s, ctx.chunkBytes, esz, [&](int vb) { return rhd::rankStart(vb, n) * bb; }, bb);
-  const int v = rd::virtualRank(r, n);
-  const size_t mine = static_cast<size_t>(r) * bb;
-  if (v < 0) {
-    for (const ChunkSpan& c : b.pieces(0, total, 0, p)) b.send(r + 1, in, c, false);
-    std::vector<ChunkSpan> own = b.pieces(mine, mine + bb, 0, p);
-    for (ChunkSpan& c : own) c.off -= mine;  // straight into the output
-    recvInto(b, r + 1, out, own);
-    return;
-  }
-  if (acc->size() < total) acc->resize(total);
-  char* work = acc->data();
-  const char* cur0 = in;
-  if (r < 2 * rem) {
-    for (const ChunkSpan& c : b.pieces(0, total, 0, p)) {
-      ScheduleRecv x;
-      x.peer = r - 1;
-      x.bytes = c.bytes;
-      x.with = in + c.off;
-      x.out = work + c.off;
-      b.recv(x, c);
-    }
-    cur0 = work;
-  }
-  // The last step's pieces of the own block go to the output; a folded partner's stay in work.
-  halving(b, v, n, cur0, work, a.op == collieAvg, [&](ChunkSpan c) {
-    return c.off >= mine && c.off < mine + bb ? out + (c.off - mine) : work + c.off;
-  });
-  if (r < 2 * rem) {
-    const size_t theirs = mine - bb;
-    for (const ChunkSpan& c : b.pieces(theirs, mine, 0, p)) b.send(r - 1, work, c, true);
-  }
-}
+// ReduceScatter and AllGather: the two halves of the AllReduce over the real ranks' blocks of
+// bb_ bytes (a folded pair stands for two blocks).
+class BlockHalves {
+ public:
+  BlockHalves(const CollArgs& a, const AlgoContext& ctx, ChunkSchedule* s)
+      : s_(s),
+        n_(ctx.nranks),
+        r_(ctx.rank),
+        rem_(rd::remainder(n_)),
+        p_(rd::largestPow2(n_)),
+        v_(rd::virtualRank(r_, n_)),
+        bb_(a.count * dtypeSize(a.dtype)),
+        total_(bb_ * n_),
+        mine_(static_cast<size_t>(r_) * bb_),
+        in_(static_cast<const char*>(a.send)),
+        out_(static_cast<char*>(a.recv)),
+        b_(
+            s, ctx.chunkBytes, dtypeSize(a.dtype),
+            [n = n_, bb = bb_](int vb) { return rhd::rankStart(vb, n) * bb; }, bb_) {}
 
-void allGather(const CollArgs& a, const AlgoContext& ctx, ChunkSchedule* s) {
-  const int n = ctx.nranks, r = ctx.rank, rem = rd::remainder(n), p = rd::largestPow2(n);
-  const size_t esz = dtypeSize(a.dtype), bb = a.count * esz, total = bb * n;
-  const char* in = static_cast<const char*>(a.send);
-  char* out = static_cast<char*>(a.recv);
-  Builder b(
-      s, ctx.chunkBytes, esz, [&](int vb) { return rhd::rankStart(vb, n) * bb; }, bb);
-  const int v = rd::virtualRank(r, n);
-  const size_t mine = static_cast<size_t>(r) * bb;
-  s->copiesFirst.push_back({out + mine, in, bb});
+  void reduceScatter(bool avg, std::vector<char>* acc) {
+    if (v_ < 0) {
+      for (const ChunkSpan& c : all()) b_.send(r_ + 1, in_, c, false);
+      std::vector<ChunkSpan> own = b_.pieces(mine_, mine_ + bb_, 0, p_);
+      for (ChunkSpan& c : own) c.off -= mine_;  // straight into the output
+      recvInto(b_, r_ + 1, out_, own);
+      return;
+    }
+    if (acc->size() < total_) acc->resize(total_);
+    char* work = acc->data();
+    const char* cur0 = in_;
+    if (r_ < 2 * rem_) {
+      foldIn(b_, r_ - 1, in_, work, all());
+      cur0 = work;
+    }
+    // The last step's pieces of the own block go to the output; a folded partner's stay in work.
+    halving(b_, v_, n_, cur0, work, avg, [&](ChunkSpan c) {
+      return c.off >= mine_ && c.off < mine_ + bb_ ? out_ + (c.off - mine_) : work + c.off;
+    });
+    if (r_ < 2 * rem_) {
+      const size_t theirs = mine_ - bb_;
+      for (const ChunkSpan& c : b_.pieces(theirs, mine_, 0, p_)) b_.send(r_ - 1, work, c, true);
+    }
+  }
+
+  void allGather() {
+    s_->copiesFirst.push_back({out_ + mine_, in_, bb_});
+    if (v_ < 0) {
+      for (const ChunkSpan& c : b_.pieces(mine_, mine_ + bb_, 0, p_)) {
+        ScheduleSend x;
+        x.peer = r_ + 1;
+        x.src = in_ + (c.off - mine_);
+        x.bytes = c.bytes;
+        s_->sends.push_back(x);
+      }
+      recvInto(b_, r_ + 1, out_, allButOwn(mine_));
+      return;
+    }
+    if (r_ < 2 * rem_) recvInto(b_, r_ - 1, out_, b_.pieces(mine_ - bb_, mine_, 0, p_));
+    doubling(b_, v_, n_, out_);
+    if (r_ < 2 * rem_)
+      for (const ChunkSpan& c : allButOwn(mine_ - bb_)) b_.send(r_ - 1, out_, c, true);
+  }
+
+ private:
+  std::vector<ChunkSpan> all() const { return b_.pieces(0, total_, 0, p_); }
   // The even rank of a folded pair already holds its own block: the rest comes back.
-  auto allButOwn = [&](size_t own) {
-    std::vector<ChunkSpan> ps = b.pieces(0, own, 0, p), hi = b.pieces(own + bb, total, 0, p);
+  std::vector<ChunkSpan> allButOwn(size_t own) const {
+    std::vector<ChunkSpan> ps = b_.pieces(0, own, 0, p_), hi = b_.pieces(own + bb_, total_, 0, p_);
     ps.insert(ps.end(), hi.begin(), hi.end());
     return ps;
-  };
-  if (v < 0) {
-    for (const ChunkSpan& c : b.pieces(mine, mine + bb, 0, p)) {
-      ScheduleSend x;
-      x.peer = r + 1;
-      x.src = in + (c.off - mine);
-      x.bytes = c.bytes;
-      s->sends.push_back(x);
-    }
-    recvInto(b, r + 1, out, allButOwn(mine));
-    return;
   }
-  if (r < 2 * rem) recvInto(b, r - 1, out, b.pieces(mine - bb, mine, 0, p));
-  doubling(b, v, n, out);
-  if (r < 2 * rem)
-    for (const ChunkSpan& c : allButOwn(mine - bb)) b.send(r - 1, out, c, true);
-}
+
+  ChunkSchedule* s_;
+  const int n_, r_, rem_, p_, v_;
+  const size_t bb_, total_, mine_;
+  const char* in_;
+  char* out_;
+  Builder b_;
+};
 
 class RhdAlgorithm : public Algorithm {
  public:
@@ -284,10 +296,8 @@ class RhdAlgorithm : public Algorithm {
       const double bytes = static_cast<double>(argBytes(a));
       // Halving and doubling move (p-1)/p of the buffer each; the fold and unfold all of it.
       // Each step changes partner, and its first bytes share the links with the previous
-      // step's last (sent means buffered, not delivered): measured on 8 hosts at 1 Gbit/s,
-      // rhd moved its bytes at ~80% of the ring's rate from 2 MiB to 64 MiB with 4 MiB socket
-      // buffers; with the 512 KiB ones across hosts, at 86% (4 MiB) to 98% (64 MiB). 0.8
-      // keeps the ring, still the faster at each of those sizes, the pick there.
+      // step's last (sent means buffered, not delivered): kStepEfficiency discounts the rate,
+      // so that the ring stays the pick where it measures faster.
       double t =
           2 * steps * link.alphaUs + 2 * bytes * (p - 1) / p * us / kStepEfficiency + bytes * red;
       if (fold) t += 2 * (link.alphaUs + bytes * us);
@@ -324,10 +334,10 @@ Status buildRhdSchedule(const CollArgs& a, const AlgoContext& ctx, std::vector<c
       allReduce(a, ctx, s);
       return Status::ok();
     case Collective::kReduceScatter:
-      reduceScatter(a, ctx, acc, s);
+      BlockHalves(a, ctx, s).reduceScatter(a.op == collieAvg, acc);
       return Status::ok();
     case Collective::kAllGather:
-      allGather(a, ctx, s);
+      BlockHalves(a, ctx, s).allGather();
       return Status::ok();
     default:
       return internalError(std::string("rhd has no schedule for ") + collectiveName(a.coll));

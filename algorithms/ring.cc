@@ -36,9 +36,11 @@ class RingAllReduce : public Algorithm {
     if (n <= 1) return 0;
     const double us = 1.0 / (link.betaGBps * 1e3);  // per byte
     switch (a.coll) {
-      case Collective::kAllReduce: return 2.0 * (n - 1) * (link.alphaUs + bytes / n * us);
+      case Collective::kAllReduce:
+        return 2.0 * (n - 1) * (link.alphaUs + bytes / n * us);
       case Collective::kReduceScatter:
-      case Collective::kAllGather: return (n - 1) * (link.alphaUs + bytes * us);
+      case Collective::kAllGather:
+        return (n - 1) * (link.alphaUs + bytes * us);
       default: {
         // A chain of n-1 hops pipelined in chunks of about 512 KiB.
         const double chunk = std::min(bytes, 512.0 * 1024), chunks = std::max(1.0, bytes / chunk);
@@ -58,8 +60,8 @@ void buildItems(const CollArgs& a, int r, int n, size_t chunkElems, std::vector<
     size_t rbc = ring::blockCount(a.count, n, rb), rbo = ring::blockOffset(a.count, n, rb);
     recvStart[s] = recvs->size();
     for (size_t k = 0; k < ring::numChunks(rbc, chunkElems); ++k)
-      recvs->push_back(Item{s, rbo + ring::chunkOffset(k, chunkElems),
-                            ring::chunkCount(rbc, k, chunkElems), 0});
+      recvs->push_back(
+          Item{s, rbo + ring::chunkOffset(k, chunkElems), ring::chunkCount(rbc, k, chunkElems), 0});
     int sb = ring::sendBlock(r, s, n);
     size_t sbc = ring::blockCount(a.count, n, sb), sbo = ring::blockOffset(a.count, n, sb);
     for (size_t k = 0; k < ring::numChunks(sbc, chunkElems); ++k)
@@ -69,80 +71,116 @@ void buildItems(const CollArgs& a, int r, int n, size_t chunkElems, std::vector<
   }
 }
 
+// The pipelined AllReduce of one rank: chunk requests in schedule order, receives posted up to
+// kWindow ahead of the one being reduced.
+class RingAllReduceRun {
+ public:
+  RingAllReduceRun(const CollArgs& a, AlgoContext& ctx)
+      : a_(a),
+        ctx_(ctx),
+        n_(ctx.nranks),
+        esz_(dtypeSize(a.dtype)),
+        chunkElems_(std::max<size_t>(1, ctx.chunkBytes / esz_)),
+        out_(static_cast<char*>(a.recv)),
+        in_(static_cast<const char*>(a.send)),
+        inPlace_(in_ == out_),
+        op_(a.op == collieAvg ? collieSum : a.op),
+        to_(ctx.conns[ring::next(ctx.rank, n_)]),
+        from_(ctx.conns[ring::prev(ctx.rank, n_)]) {}
+
+  Status run() {
+    buildItems(a_, ctx_.rank, n_, chunkElems_, &sends_, &recvs_);
+    if (inPlace_ && ctx_.scratch->size() < kWindow * chunkElems_ * esz_)
+      ctx_.scratch->resize(kWindow * chunkElems_ * esz_);
+    staging_ = ctx_.scratch->data();
+    sreq_.resize(sends_.size());
+    while (rd_ < recvs_.size()) {
+      // Sends go out in schedule order, each once the chunk it forwards has been reduced.
+      while (si_ < sends_.size() && (sends_[si_].step == 0 || sends_[si_].dep < rd_))
+        COLLIE_RETURN_IF_ERROR(postSend());
+      while (ri_ < recvs_.size() && ri_ < rd_ + kWindow) COLLIE_RETURN_IF_ERROR(postRecv());
+      Request* head = &rreq_[rd_ % kWindow];
+      if (!head->done) COLLIE_RETURN_IF_ERROR(ctx_.poller->wait(head, ctx_.deadline, ctx_.opName));
+      reduceLanded();
+      ++rd_;
+    }
+    while (si_ < sends_.size()) COLLIE_RETURN_IF_ERROR(postSend());
+    for (auto& q : sreq_)
+      if (!q.done) COLLIE_RETURN_IF_ERROR(ctx_.poller->wait(&q, ctx_.deadline, ctx_.opName));
+    return Status::ok();
+  }
+
+ private:
+  char* stagingSlot(size_t i) const { return staging_ + (i % kWindow) * chunkElems_ * esz_; }
+
+  // Step 0 sends the input; later steps forward what was reduced (or gathered) into the output.
+  Status postSend() {
+    const Item& it = sends_[si_];
+    const char* src = (it.step == 0 ? in_ : out_) + it.off * esz_;
+    COLLIE_RETURN_IF_ERROR(to_->isend(
+        src, it.cnt * esz_, ctx_.tagFor(a_, static_cast<uint32_t>(si_), kRingId), &sreq_[si_]));
+    ++si_;
+    return Status::ok();
+  }
+
+  // In place, a chunk to reduce lands in a staging slot: its place in the output still holds
+  // this rank's input.
+  Status postRecv() {
+    const Item& it = recvs_[ri_];
+    const bool staged = inPlace_ && ring::isReduceStep(it.step, n_);
+    char* dst = staged ? stagingSlot(ri_) : out_ + it.off * esz_;
+    COLLIE_RETURN_IF_ERROR(from_->irecv(dst, it.cnt * esz_,
+                                        ctx_.tagFor(a_, static_cast<uint32_t>(ri_), kRingId),
+                                        &rreq_[ri_ % kWindow]));
+    ++ri_;
+    return Status::ok();
+  }
+
+  void reduceLanded() {
+    const Item& it = recvs_[rd_];
+    if (!ring::isReduceStep(it.step, n_) || it.cnt == 0) return;
+    char* dst = out_ + it.off * esz_;
+    if (inPlace_)
+      reduce(dst, stagingSlot(rd_), dst, it.cnt, a_.dtype, op_);
+    else
+      reduce(dst, dst, in_ + it.off * esz_, it.cnt, a_.dtype, op_);
+    if (a_.op == collieAvg && it.step == n_ - 2) scaleForAvg(dst, it.cnt, a_.dtype, n_);
+  }
+
+  const CollArgs& a_;
+  AlgoContext& ctx_;
+  const int n_;
+  const size_t esz_, chunkElems_;
+  char* out_;
+  const char* in_;
+  const bool inPlace_;
+  const collieRedOp_t op_;
+  Connection* to_;
+  Connection* from_;
+  char* staging_ = nullptr;
+  std::vector<Item> sends_, recvs_;
+  std::vector<Request> sreq_;
+  Request rreq_[kWindow];
+  size_t si_ = 0, ri_ = 0, rd_ = 0;  // sends posted, receives posted, receives reduced
+};
+
 Status RingAllReduce::run(const CollArgs& a, AlgoContext& ctx) {
-  const int n = ctx.nranks, r = ctx.rank;
+  const int n = ctx.nranks;
   if (a.coll != Collective::kAllReduce) {
     ChunkSchedule s;
     if (n == 1) {
-      s.copiesFirst.push_back({static_cast<char*>(a.recv), static_cast<const char*>(a.send),
-                               argBytes(a)});
+      s.copiesFirst.push_back(
+          {static_cast<char*>(a.recv), static_cast<const char*>(a.send), argBytes(a)});
     } else {
       COLLIE_RETURN_IF_ERROR(buildRingSchedule(a, ctx, &s));
     }
     return runChunkSchedule(s, a, ctx, kRingId);
   }
-  const size_t esz = dtypeSize(a.dtype);
-  char* out = static_cast<char*>(a.recv);
-  const char* in = static_cast<const char*>(a.send);
   if (n == 1 || a.count == 0) {
-    if (in != out && a.count > 0) memcpy(out, in, a.count * esz);
+    if (a.send != a.recv && a.count > 0) memcpy(a.recv, a.send, a.count * dtypeSize(a.dtype));
     return Status::ok();
   }
-  const size_t chunkElems = std::max<size_t>(1, ctx.chunkBytes / esz);
-  std::vector<Item> sends, recvs;
-  buildItems(a, r, n, chunkElems, &sends, &recvs);
-
-  const bool inPlace = in == out;
-  if (inPlace && ctx.scratch->size() < kWindow * chunkElems * esz)
-    ctx.scratch->resize(kWindow * chunkElems * esz);
-  char* staging = ctx.scratch->data();
-  Connection* to = ctx.conns[ring::next(r, n)];
-  Connection* from = ctx.conns[ring::prev(r, n)];
-  const collieRedOp_t op = a.op == collieAvg ? collieSum : a.op;
-
-  std::vector<Request> sreq(sends.size());
-  Request rreq[kWindow];
-  size_t si = 0, ri = 0, rd = 0;
-  while (rd < recvs.size()) {
-    // Sends go out in schedule order, each once the chunk it forwards has been reduced.
-    while (si < sends.size() && (sends[si].step == 0 || sends[si].dep < rd)) {
-      const Item& it = sends[si];
-      const char* src = (it.step == 0 ? in : out) + it.off * esz;
-      COLLIE_RETURN_IF_ERROR(
-          to->isend(src, it.cnt * esz, ctx.tagFor(a, static_cast<uint32_t>(si), kRingId), &sreq[si]));
-      ++si;
-    }
-    while (ri < recvs.size() && ri < rd + kWindow) {
-      const Item& it = recvs[ri];
-      bool staged = inPlace && ring::isReduceStep(it.step, n);
-      char* dst = staged ? staging + (ri % kWindow) * chunkElems * esz : out + it.off * esz;
-      COLLIE_RETURN_IF_ERROR(from->irecv(dst, it.cnt * esz,
-                                         ctx.tagFor(a, static_cast<uint32_t>(ri), kRingId),
-                                         &rreq[ri % kWindow]));
-      ++ri;
-    }
-    Request* head = &rreq[rd % kWindow];
-    if (!head->done) COLLIE_RETURN_IF_ERROR(ctx.poller->wait(head, ctx.deadline, ctx.opName));
-    const Item& it = recvs[rd];
-    if (ring::isReduceStep(it.step, n) && it.cnt > 0) {
-      char* dst = out + it.off * esz;
-      if (inPlace)
-        reduce(dst, staging + (rd % kWindow) * chunkElems * esz, dst, it.cnt, a.dtype, op);
-      else
-        reduce(dst, dst, in + it.off * esz, it.cnt, a.dtype, op);
-      if (a.op == collieAvg && it.step == n - 2) scaleForAvg(dst, it.cnt, a.dtype, n);
-    }
-    ++rd;
-  }
-  while (si < sends.size()) {
-    const Item& it = sends[si];
-    COLLIE_RETURN_IF_ERROR(to->isend(out + it.off * esz, it.cnt * esz,
-                                     ctx.tagFor(a, static_cast<uint32_t>(si), kRingId), &sreq[si]));
-    ++si;
-  }
-  for (auto& q : sreq)
-    if (!q.done) COLLIE_RETURN_IF_ERROR(ctx.poller->wait(&q, ctx.deadline, ctx.opName));
-  return Status::ok();
+  return RingAllReduceRun(a, ctx).run();
 }
 
 }  // namespace

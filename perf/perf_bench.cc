@@ -361,14 +361,11 @@ CollCall Bench::call(size_t count, collieDataType_t dtype, collieRedOp_t op, boo
 void Bench::settleTuner(size_t count, collieDataType_t dtype, collieRedOp_t op) {
   // Every rank sees the same names after the same calls, so all make the same number of calls.
   // The tuner should pick for the calls the table times, so its trials are calls like them:
-  //  - on the offsets the timed iterations walk: walking the whole of -e instead, the trials
-  //    ran on buffers out of cache that the timed calls find in it (2 ranks, one host, -e 16M:
-  //    at 8 KiB recursive doubling took 2.2 us a call in the trials and 1.4 in the timing);
-  //  - out of place and in place alike, as the table times both: a shape is tuned once, for
-  //    both (2 ranks, one host, 128 KiB: shm_direct 16.4 us out of place and 17.0 in place,
-  //    recursive doubling 15.9 and 12.8). Which call goes in place is a hash of its number,
-  //    the same on every rank, so that it falls on every candidate alike whatever order the
-  //    tuner tries them in.
+  //  - on the offsets the timed iterations walk, so that the trials find the buffers in cache
+  //    where the timed calls do;
+  //  - out of place and in place alike, as the table times both and a shape is tuned once for
+  //    both. Which call goes in place is a hash of its number, the same on every rank, so that
+  //    it falls on every candidate alike whatever order the tuner tries them in.
   static const std::string kTrial = " (trial)";
   for (int it = 0; it < 4096; ++it) {
     check(runColl(count, dtype, op, settleInPlace(it), it % o_.iters));

@@ -25,46 +25,8 @@ size_t ownBlockBytes(const CollCall& c) {
   return static_cast<size_t>(c.rank) * block(c.count, c.nranks) * elemSize(c.dtype);
 }
 
-// --- all_reduce: every rank gets the reduction of the whole vector.
-collieResult_t runAllReduce(const CollCall& c);
-void fillWhole(const CollCall& c, int rep);
-int64_t checkAllReduce(const CollCall& c, int rep);
-
-// --- reduce_scatter: rank r gets block r of the reduction.
-collieResult_t runReduceScatter(const CollCall& c);
-void fillBlocks(const CollCall& c, int rep);
-int64_t checkReduceScatter(const CollCall& c, int rep);
-
-// --- all_gather: block b of the result is rank b's input, which holds the block-b indices.
-collieResult_t runAllGather(const CollCall& c);
-void fillOwnBlock(const CollCall& c, int rep);
-int64_t checkAllGather(const CollCall& c, int rep);
-
-// --- broadcast: root's vector everywhere.
-collieResult_t runBroadcast(const CollCall& c);
-void fillRoot(const CollCall& c, int rep);
-int64_t checkBroadcast(const CollCall& c, int rep);
-
-// --- reduce: the reduction on root only.
-collieResult_t runReduce(const CollCall& c);
-int64_t checkReduce(const CollCall& c, int rep);
-
-const CollDesc kColls[] = {
-    {"all_reduce", true, false, factorAllReduce, whole, whole, runAllReduce, fillWhole,
-     checkAllReduce},
-    {"reduce_scatter", true, false, factorSplit, blocks, block, runReduceScatter, fillBlocks,
-     checkReduceScatter},
-    {"all_gather", false, false, factorSplit, block, blocks, runAllGather, fillOwnBlock,
-     checkAllGather},
-    {"broadcast", false, true, factorOne, whole, whole, runBroadcast, fillRoot, checkBroadcast},
-    {"reduce", true, true, factorOne, whole, whole, runReduce, fillWhole, checkReduce},
-};
-
-const CollDesc& desc(const char* name) {
-  for (const CollDesc& d : kColls)
-    if (std::strcmp(d.name, name) == 0) return d;
-  return kColls[0];
-}
+// The entry called name in kColls (below).
+const CollDesc& desc(const char* name);
 
 collieResult_t runAllReduce(const CollCall& c) {
   const CollDesc& d = desc("all_reduce");
@@ -160,6 +122,29 @@ int64_t checkBroadcast(const CollCall& c, int rep) {
 int64_t checkReduce(const CollCall& c, int rep) {
   if (c.rank != c.root) return 0;  // only root's buffer holds a result
   return countWrong(c.recv, c.count, c.dtype, c.op, c.nranks, rep);
+}
+
+// What each collective does, nccl-tests' way:
+// all_reduce: every rank gets the reduction of the whole vector.
+// reduce_scatter: rank r gets block r of the reduction.
+// all_gather: block b of the result is rank b's input, which holds the block-b indices.
+// broadcast: root's vector everywhere.
+// reduce: the reduction on root only.
+const CollDesc kColls[] = {
+    {"all_reduce", true, false, factorAllReduce, whole, whole, runAllReduce, fillWhole,
+     checkAllReduce},
+    {"reduce_scatter", true, false, factorSplit, blocks, block, runReduceScatter, fillBlocks,
+     checkReduceScatter},
+    {"all_gather", false, false, factorSplit, block, blocks, runAllGather, fillOwnBlock,
+     checkAllGather},
+    {"broadcast", false, true, factorOne, whole, whole, runBroadcast, fillRoot, checkBroadcast},
+    {"reduce", true, true, factorOne, whole, whole, runReduce, fillWhole, checkReduce},
+};
+
+const CollDesc& desc(const char* name) {
+  for (const CollDesc& d : kColls)
+    if (std::strcmp(d.name, name) == 0) return d;
+  return kColls[0];
 }
 
 }  // namespace

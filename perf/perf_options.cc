@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 
 #include "perf/perf_collectives.h"
 #include "perf/perf_data.h"
@@ -94,121 +93,153 @@ bool parseInt(const char* text, long lo, long hi, long* out) {
   return true;
 }
 
-// The flags that take a word: a file name, an algorithm or a transport list.
-bool stringFlag(int flag, const char* arg, Options* o, std::string* error) {
-  struct Slot {
-    int flag;
-    const char* name;
-    std::string Options::*field;
-  };
-  static const Slot kSlots[] = {
-      {kCsv, "--csv needs a file name", &Options::csvPath},
-      {kJson, "--json needs a file name", &Options::jsonPath},
-      {kAlgo, "--algo needs an algorithm name", &Options::algo},
-      {kTransport, "--transport needs a transport list", &Options::transport}};
-  for (const Slot& s : kSlots) {
-    if (s.flag != flag) continue;
-    if (*arg == '\0') {
-      *error = s.name;
-      return false;
-    }
-    o->*s.field = arg;
-    return true;
+constexpr long kIntMax = 2147483647L;
+
+template <typename T>
+bool intFlag(const char* arg, const char* name, long lo, long hi, T* field, std::string* error) {
+  long v = 0;
+  if (!parseInt(arg, lo, hi, &v)) {
+    *error = std::string("invalid value '") + arg + "' for " + name + " (an integer in [" +
+             std::to_string(lo) + ", " + std::to_string(hi) + "])";
+    return false;
   }
-  *error = "unhandled option";
+  *field = static_cast<T>(v);
+  return true;
+}
+
+bool sizeFlag(const char* arg, const char* name, size_t* field, std::string* error) {
+  if (parseSize(arg, field)) return true;
+  *error = std::string("invalid size '") + arg + "' for " + name + " (e.g. 8, 64K, 1M, 2G)";
   return false;
 }
 
+// A word: a file name, an algorithm or a transport list; empty is an error.
+bool wordFlag(const char* arg, const char* needs, std::string* field, std::string* error) {
+  if (*arg == '\0') {
+    *error = needs;
+    return false;
+  }
+  *field = arg;
+  return true;
+}
+
+// -t and -g take only 1, as nccl-tests' threads and GPUs per process.
+bool oneFlag(const char* arg, const char* name, std::string* error) {
+  int one = 0;
+  if (intFlag(arg, name, 1, 1, &one, error)) return true;
+  *error += ": collie-perf runs one rank per process; start more with collie-run -n";
+  return false;
+}
+
+// A name that find() knows, or "all" (kAll).
+bool nameOrAll(const char* arg, int (*find)(const char*), int* field) {
+  if (std::strcmp(arg, "all") == 0) {
+    *field = kAll;
+    return true;
+  }
+  *field = find(arg);
+  return *field >= 0;
+}
+
+bool datatypeFlag(const char* arg, Options* o, std::string* error) {
+  if (nameOrAll(arg, findDatatype, &o->datatype)) return true;
+  *error = std::string("invalid datatype '") + arg +
+           "' (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, all)";
+  return false;
+}
+
+bool opFlag(const char* arg, Options* o, std::string* error) {
+  if (nameOrAll(arg, findOp, &o->op)) return true;
+  *error = std::string("invalid op '") + arg + "' (sum, prod, max, min, avg, all)";
+  return false;
+}
+
+bool backendFlag(const char* arg, Options* o, std::string* error) {
+  if (std::strcmp(arg, "collie") != 0 && std::strcmp(arg, "nccl") != 0) {
+    *error = std::string("invalid backend '") + arg + "' (collie, nccl)";
+    return false;
+  }
+  o->backend = arg;
+  return true;
+}
+
+// The flags of each kind of value, with the field they set.
+struct IntFlag {
+  int flag;
+  const char* name;
+  long lo, hi;
+  int Options::*field;
+};
+const IntFlag kIntFlags[] = {
+    {'n', "iters", 1, kIntMax, &Options::iters},
+    {'w', "warmup_iters", 0, kIntMax, &Options::warmupIters},
+    {'c', "check", 0, kIntMax, &Options::check},
+    {'z', "blocking", 0, 3, &Options::blocking},
+    {'r', "root", 0, kIntMax, &Options::root},
+    {'a', "average", 0, 3, &Options::average},
+    {'R', "repeat", 1, 1000, &Options::repeat},
+    {kProgress, "progress", 0, 1, &Options::progress},
+};
+
+struct SizeFlag {
+  int flag;
+  const char* name;
+  size_t Options::*field;
+};
+const SizeFlag kSizeFlags[] = {
+    {'b', "minbytes", &Options::minBytes},
+    {'e', "maxbytes", &Options::maxBytes},
+    {'i', "stepbytes", &Options::stepBytes},
+};
+
+struct WordFlag {
+  int flag;
+  const char* needs;  // the error for an empty word
+  std::string Options::*field;
+};
+const WordFlag kWordFlags[] = {
+    {kCsv, "--csv needs a file name", &Options::csvPath},
+    {kJson, "--json needs a file name", &Options::jsonPath},
+    {kAlgo, "--algo needs an algorithm name", &Options::algo},
+    {kTransport, "--transport needs a transport list", &Options::transport},
+};
+
+// The flags with a rule of their own: false with *error set when the value is bad.
+struct FlagHandler {
+  int flag;
+  bool (*apply)(const char* arg, Options* o, std::string* error);
+};
+const FlagHandler kOtherFlags[] = {
+    {'f',
+     [](const char* arg, Options* o, std::string* error) {
+       return intFlag(arg, "stepfactor", 0, 1L << 30, &o->stepFactor, error);
+     }},
+    {'t',
+     [](const char* arg, Options*, std::string* error) { return oneFlag(arg, "nthreads", error); }},
+    {'g',
+     [](const char* arg, Options*, std::string* error) { return oneFlag(arg, "ngpus", error); }},
+    {'d', datatypeFlag},
+    {'o', opFlag},
+    {kDevice,
+     [](const char*, Options* o, std::string*) {
+       o->device = true;
+       return true;
+     }},
+    {kBackend, backendFlag},
+};
+
 // Applies one flag; false with *error set when its value is bad.
 bool applyFlag(int flag, const char* arg, Options* o, std::string* error) {
-  long v = 0;
-  auto intFlag = [&](const char* name, long lo, long hi, auto* field) {
-    if (!parseInt(arg, lo, hi, &v)) {
-      *error = std::string("invalid value '") + arg + "' for " + name + " (an integer in [" +
-               std::to_string(lo) + ", " + std::to_string(hi) + "])";
-      return false;
-    }
-    *field = static_cast<std::remove_pointer_t<decltype(field)>>(v);
-    return true;
-  };
-  auto sizeFlag = [&](const char* name, size_t* field) {
-    if (parseSize(arg, field)) return true;
-    *error = std::string("invalid size '") + arg + "' for " + name + " (e.g. 8, 64K, 1M, 2G)";
-    return false;
-  };
-  constexpr long kIntMax = 2147483647L;
-  switch (flag) {
-    case 'b':
-      return sizeFlag("minbytes", &o->minBytes);
-    case 'e':
-      return sizeFlag("maxbytes", &o->maxBytes);
-    case 'i':
-      return sizeFlag("stepbytes", &o->stepBytes);
-    case 'f':
-      return intFlag("stepfactor", 0, 1L << 30, &o->stepFactor);
-    case 'n':
-      return intFlag("iters", 1, kIntMax, &o->iters);
-    case 'w':
-      return intFlag("warmup_iters", 0, kIntMax, &o->warmupIters);
-    case 'c':
-      return intFlag("check", 0, kIntMax, &o->check);
-    case 'z':
-      return intFlag("blocking", 0, 3, &o->blocking);
-    case 'r':
-      return intFlag("root", 0, kIntMax, &o->root);
-    case 'a':
-      return intFlag("average", 0, 3, &o->average);
-    case 't':
-    case 'g': {
-      int one = 0;
-      if (!intFlag(flag == 't' ? "nthreads" : "ngpus", 1, 1, &one)) {
-        *error += ": collie-perf runs one rank per process; start more with collie-run -n";
-        return false;
-      }
-      return true;
-    }
-    case 'd':
-      if (std::strcmp(arg, "all") == 0) {
-        o->datatype = kAll;
-        return true;
-      }
-      o->datatype = findDatatype(arg);
-      if (o->datatype >= 0) return true;
-      *error = std::string("invalid datatype '") + arg +
-               "' (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, all)";
-      return false;
-    case 'o':
-      if (std::strcmp(arg, "all") == 0) {
-        o->op = kAll;
-        return true;
-      }
-      o->op = findOp(arg);
-      if (o->op >= 0) return true;
-      *error = std::string("invalid op '") + arg + "' (sum, prod, max, min, avg, all)";
-      return false;
-    case kCsv:
-    case kJson:
-    case kAlgo:
-    case kTransport:
-      return stringFlag(flag, arg, o, error);
-    case 'R':
-      return intFlag("repeat", 1, 1000, &o->repeat);
-    case kProgress:
-      return intFlag("progress", 0, 1, &o->progress);
-    case kDevice:
-      o->device = true;
-      return true;
-    case kBackend:
-      if (std::strcmp(arg, "collie") != 0 && std::strcmp(arg, "nccl") != 0) {
-        *error = std::string("invalid backend '") + arg + "' (collie, nccl)";
-        return false;
-      }
-      o->backend = arg;
-      return true;
-    default:
-      *error = "unhandled option";
-      return false;
-  }
+  for (const IntFlag& f : kIntFlags)
+    if (f.flag == flag) return intFlag(arg, f.name, f.lo, f.hi, &(o->*f.field), error);
+  for (const SizeFlag& f : kSizeFlags)
+    if (f.flag == flag) return sizeFlag(arg, f.name, &(o->*f.field), error);
+  for (const WordFlag& f : kWordFlags)
+    if (f.flag == flag) return wordFlag(arg, f.needs, &(o->*f.field), error);
+  for (const FlagHandler& h : kOtherFlags)
+    if (h.flag == flag) return h.apply(arg, o, error);
+  *error = "unhandled option";
+  return false;
 }
 
 // Cross-flag rules; nccl-tests loops forever or divides by zero on some of these.

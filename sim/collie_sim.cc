@@ -138,169 +138,134 @@ bool parseAlgos(const std::string& list, std::vector<const SimAlgorithm*>* out) 
   return true;
 }
 
-enum Flag {
-  kRanks = 1000,
-  kHosts,
-  kNetGbps,
-  kNetUs,
-  kShmGbps,
-  kShmUs,
-  kReduce,
-  kCores,
-  kFlowCores,
-  kSwitchLoss,
-  kCache,
-  kMemSlowdown,
-  kSharedCache,
-  kSharedSlowdown,
-  kLocalBuffer,
-  kChunk,
-  kElem,
-  kCsv
+// parseLong into a field of another integer type.
+template <typename Int>
+bool parseInt(const char* text, long lo, long hi, Int* out) {
+  long v = 0;
+  if (!parseLong(text, lo, hi, &v)) return false;
+  *out = static_cast<Int>(v);
+  return true;
+}
+
+// A bandwidth must be above 0; a slowdown factor at least 1.
+bool parsePositive(const char* text, double* out) { return parseDouble(text, out) && *out > 0; }
+bool parseAtLeastOne(const char* text, double* out) { return parseDouble(text, out) && *out >= 1; }
+
+// One flag: its long name, its short letter (0: none) and what it does with its value (false: a
+// bad value).
+struct FlagSpec {
+  const char* name;
+  char letter;
+  bool (*apply)(const char* value, CliOptions* o);
 };
 
-// 0: run; 1: help printed; 2: bad usage (message printed).
-int parseArgs(int argc, char** argv, CliOptions* o) {
-  static const option kLong[] = {
-      {"ranks", required_argument, nullptr, kRanks},
-      {"hosts", required_argument, nullptr, kHosts},
-      {"net-gbps", required_argument, nullptr, kNetGbps},
-      {"net-us", required_argument, nullptr, kNetUs},
-      {"shm-gbps", required_argument, nullptr, kShmGbps},
-      {"shm-us", required_argument, nullptr, kShmUs},
-      {"reduce-gbps", required_argument, nullptr, kReduce},
-      {"cores", required_argument, nullptr, kCores},
-      {"flow-cores", required_argument, nullptr, kFlowCores},
-      {"switch-loss", required_argument, nullptr, kSwitchLoss},
-      {"cache", required_argument, nullptr, kCache},
-      {"mem-slowdown", required_argument, nullptr, kMemSlowdown},
-      {"shared-cache", required_argument, nullptr, kSharedCache},
-      {"shared-slowdown", required_argument, nullptr, kSharedSlowdown},
-      {"local-buffer", required_argument, nullptr, kLocalBuffer},
-      {"chunk", required_argument, nullptr, kChunk},
-      {"elem", required_argument, nullptr, kElem},
-      {"csv", required_argument, nullptr, kCsv},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0},
-  };
-  // The collective, first as in collie-perf; sizes count as nccl-tests counts them.
-  if (argc > 1 && argv[1][0] != '-') {
-    static const struct {
-      const char* name;
-      Collective coll;
-    } kColls[] = {{"all_reduce", Collective::kAllReduce},
-                  {"reduce_scatter", Collective::kReduceScatter},
-                  {"all_gather", Collective::kAllGather},
-                  {"broadcast", Collective::kBroadcast},
-                  {"reduce", Collective::kReduce}};
-    bool found = false;
-    for (const auto& c : kColls)
-      if (strcmp(argv[1], c.name) == 0) o->coll = c.coll, found = true;
-    if (!found) {
-      fprintf(stderr, "collie-sim: unknown collective '%s'\n", argv[1]);
-      return 2;
-    }
-    ++argv;
-    --argc;
+const FlagSpec kFlags[] = {
+    {"ranks", 0,
+     [](const char* v, CliOptions* o) { return parseInt(v, 1, kMaxRanks, &o->topo.nranks); }},
+    {"hosts", 0,
+     [](const char* v, CliOptions* o) { return parseInt(v, 1, 1 << 20, &o->topo.hosts); }},
+    {"net-gbps", 0,
+     [](const char* v, CliOptions* o) { return parsePositive(v, &o->links.net.gbps); }},
+    {"net-us", 0,
+     [](const char* v, CliOptions* o) { return parseDouble(v, &o->links.net.alphaUs); }},
+    {"shm-gbps", 0,
+     [](const char* v, CliOptions* o) { return parseDouble(v, &o->links.shm.gbps); }},
+    {"shm-us", 0,
+     [](const char* v, CliOptions* o) { return parseDouble(v, &o->links.shm.alphaUs); }},
+    {"reduce-gbps", 0,
+     [](const char* v, CliOptions* o) { return parseDouble(v, &o->links.reduceGBps); }},
+    {"cores", 0,
+     [](const char* v, CliOptions* o) { return parseInt(v, 0, 1 << 20, &o->links.cores); }},
+    {"flow-cores", 0,
+     [](const char* v, CliOptions* o) {
+       return parseDouble(v, &o->links.flowCores) && o->links.flowCores >= 1 &&
+              o->links.flowCores <= 2;
+     }},
+    {"switch-loss", 0,
+     [](const char* v, CliOptions* o) {
+       return parseDouble(v, &o->links.switchLoss) && o->links.switchLoss >= 0 &&
+              o->links.switchLoss < 1;
+     }},
+    {"cache", 0, [](const char* v, CliOptions* o) { return parseBytes(v, &o->links.cacheBytes); }},
+    {"mem-slowdown", 0,
+     [](const char* v, CliOptions* o) { return parseAtLeastOne(v, &o->links.memSlowdown); }},
+    {"shared-cache", 0,
+     [](const char* v, CliOptions* o) { return parseBytes(v, &o->links.sharedCacheBytes); }},
+    {"shared-slowdown", 0,
+     [](const char* v, CliOptions* o) { return parseAtLeastOne(v, &o->links.sharedSlowdown); }},
+    {"local-buffer", 0,
+     [](const char* v, CliOptions* o) { return parseBytes(v, &o->links.localBufferBytes); }},
+    {"chunk", 0,
+     [](const char* v, CliOptions* o) {
+       return parseSize(v, &o->predict.chunkBytes) && o->predict.chunkBytes > 0;
+     }},
+    {"elem", 0,
+     [](const char* v, CliOptions* o) { return parseInt(v, 1, 64, &o->predict.elemSize); }},
+    {"csv", 0,
+     [](const char* v, CliOptions* o) {
+       o->csv = v;
+       return true;
+     }},
+    {nullptr, 'b', [](const char* v, CliOptions* o) { return parseSize(v, &o->minBytes); }},
+    {nullptr, 'e', [](const char* v, CliOptions* o) { return parseSize(v, &o->maxBytes); }},
+    {nullptr, 'f',
+     [](const char* v, CliOptions* o) { return parseInt(v, 2, 1 << 20, &o->factor); }},
+    {nullptr, 'a', [](const char* v, CliOptions* o) { return parseAlgos(v, &o->algos); }},
+};
+constexpr int kFirstLong = 1000;  // getopt's value for kFlags[i] is kFirstLong + i
+
+// getopt_long's table for kFlags, with --help.
+std::vector<option> longOptions() {
+  std::vector<option> out;
+  for (size_t i = 0; i < sizeof(kFlags) / sizeof(kFlags[0]); ++i)
+    if (kFlags[i].name != nullptr)
+      out.push_back({kFlags[i].name, required_argument, nullptr, kFirstLong + static_cast<int>(i)});
+  out.push_back({"help", no_argument, nullptr, 'h'});
+  out.push_back({nullptr, 0, nullptr, 0});
+  return out;
+}
+
+const FlagSpec* findFlag(int flag) {
+  for (size_t i = 0; i < sizeof(kFlags) / sizeof(kFlags[0]); ++i)
+    if (flag == kFirstLong + static_cast<int>(i) || (flag != 0 && flag == kFlags[i].letter))
+      return &kFlags[i];
+  return nullptr;
+}
+
+// The collective, first as in collie-perf; sizes count as nccl-tests counts them. False: an
+// unknown word (message printed).
+bool parseCollective(int* argc, char*** argv, CliOptions* o) {
+  if (*argc <= 1 || (*argv)[1][0] == '-') return true;
+  static const struct {
+    const char* name;
+    Collective coll;
+  } kColls[] = {{"all_reduce", Collective::kAllReduce},
+                {"reduce_scatter", Collective::kReduceScatter},
+                {"all_gather", Collective::kAllGather},
+                {"broadcast", Collective::kBroadcast},
+                {"reduce", Collective::kReduce}};
+  const char* word = (*argv)[1];
+  bool found = false;
+  for (const auto& c : kColls)
+    if (strcmp(word, c.name) == 0) o->coll = c.coll, found = true;
+  if (!found) {
+    fprintf(stderr, "collie-sim: unknown collective '%s'\n", word);
+    return false;
   }
-  long v = 0;
-  int flag;
-  while ((flag = getopt_long(argc, argv, "+b:e:f:a:h", kLong, nullptr)) != -1) {
-    bool ok = true;
-    switch (flag) {
-      case kRanks:
-        ok = parseLong(optarg, 1, kMaxRanks, &v), o->topo.nranks = static_cast<int>(v);
-        break;
-      case kHosts:
-        ok = parseLong(optarg, 1, 1 << 20, &v), o->topo.hosts = static_cast<int>(v);
-        break;
-      case kNetGbps:
-        ok = parseDouble(optarg, &o->links.net.gbps) && o->links.net.gbps > 0;
-        break;
-      case kNetUs:
-        ok = parseDouble(optarg, &o->links.net.alphaUs);
-        break;
-      case kShmGbps:
-        ok = parseDouble(optarg, &o->links.shm.gbps);
-        break;
-      case kShmUs:
-        ok = parseDouble(optarg, &o->links.shm.alphaUs);
-        break;
-      case kReduce:
-        ok = parseDouble(optarg, &o->links.reduceGBps);
-        break;
-      case kCores:
-        ok = parseLong(optarg, 0, 1 << 20, &v), o->links.cores = static_cast<int>(v);
-        break;
-      case kCache:
-        ok = parseBytes(optarg, &o->links.cacheBytes);
-        break;
-      case kFlowCores:
-        ok = parseDouble(optarg, &o->links.flowCores) && o->links.flowCores >= 1 &&
-             o->links.flowCores <= 2;
-        break;
-      case kSwitchLoss:
-        ok = parseDouble(optarg, &o->links.switchLoss) && o->links.switchLoss >= 0 &&
-             o->links.switchLoss < 1;
-        break;
-      case kMemSlowdown:
-        ok = parseDouble(optarg, &o->links.memSlowdown) && o->links.memSlowdown >= 1;
-        break;
-      case kSharedCache:
-        ok = parseBytes(optarg, &o->links.sharedCacheBytes);
-        break;
-      case kSharedSlowdown:
-        ok = parseDouble(optarg, &o->links.sharedSlowdown) && o->links.sharedSlowdown >= 1;
-        break;
-      case kLocalBuffer:
-        ok = parseBytes(optarg, &o->links.localBufferBytes);
-        break;
-      case kChunk:
-        ok = parseSize(optarg, &o->predict.chunkBytes) && o->predict.chunkBytes > 0;
-        break;
-      case kElem:
-        ok = parseLong(optarg, 1, 64, &v), o->predict.elemSize = static_cast<size_t>(v);
-        break;
-      case kCsv:
-        o->csv = optarg;
-        break;
-      case 'b':
-        ok = parseSize(optarg, &o->minBytes);
-        break;
-      case 'e':
-        ok = parseSize(optarg, &o->maxBytes);
-        break;
-      case 'f':
-        ok = parseLong(optarg, 2, 1 << 20, &o->factor);
-        break;
-      case 'a':
-        ok = parseAlgos(optarg, &o->algos);
-        break;
-      case 'h':
-        usage(stdout);
-        return 1;
-      default:
-        usage(stderr);
-        return 2;
-    }
-    if (!ok) {
-      fprintf(
-          stderr, "collie-sim: bad value '%s'%s\n", optarg,
-          flag == kRanks ? (" for --ranks (1 to " + std::to_string(kMaxRanks) + ")").c_str() : "");
-      return 2;
-    }
-  }
-  if (optind != argc) {
-    fprintf(stderr, "collie-sim: unexpected argument '%s'\n", argv[optind]);
-    return 2;
-  }
+  ++*argv;
+  --*argc;
+  return true;
+}
+
+// Cross-flag rules, and the default algorithms; false: bad usage (message printed).
+bool finishOptions(CliOptions* o) {
   if (o->topo.hosts > o->topo.nranks) {
     fprintf(stderr, "collie-sim: %d hosts for %d ranks\n", o->topo.hosts, o->topo.nranks);
-    return 2;
+    return false;
   }
   if (o->minBytes > o->maxBytes) {
     fprintf(stderr, "collie-sim: -b is above -e\n");
-    return 2;
+    return false;
   }
   if (o->algos.empty()) {
     for (const SimAlgorithm& a : simAlgorithms())
@@ -309,10 +274,39 @@ int parseArgs(int argc, char** argv, CliOptions* o) {
   for (const SimAlgorithm* a : o->algos) {
     if (!a->supports(o->coll)) {
       fprintf(stderr, "collie-sim: %s has no schedule for %s\n", a->name, collectiveName(o->coll));
+      return false;
+    }
+  }
+  return true;
+}
+
+// 0: run; 1: help printed; 2: bad usage (message printed).
+int parseArgs(int argc, char** argv, CliOptions* o) {
+  static const std::vector<option> kLong = longOptions();
+  if (!parseCollective(&argc, &argv, o)) return 2;
+  int flag;
+  while ((flag = getopt_long(argc, argv, "+b:e:f:a:h", kLong.data(), nullptr)) != -1) {
+    if (flag == 'h') {
+      usage(stdout);
+      return 1;
+    }
+    const FlagSpec* spec = findFlag(flag);
+    if (spec == nullptr) {
+      usage(stderr);
+      return 2;
+    }
+    if (!spec->apply(optarg, o)) {
+      const bool ranks = spec->name != nullptr && strcmp(spec->name, "ranks") == 0;
+      fprintf(stderr, "collie-sim: bad value '%s'%s\n", optarg,
+              ranks ? (" for --ranks (1 to " + std::to_string(kMaxRanks) + ")").c_str() : "");
       return 2;
     }
   }
-  return 0;
+  if (optind != argc) {
+    fprintf(stderr, "collie-sim: unexpected argument '%s'\n", argv[optind]);
+    return 2;
+  }
+  return finishOptions(o) ? 0 : 2;
 }
 
 void printHeader(const CliOptions& o) {

@@ -60,45 +60,36 @@ Strided<T> view(Trans t, const T* p, int ld) {
   return t == Trans::kNo ? Strided<T>{p, ld, 1} : Strided<T>{p, 1, ld};
 }
 
-// Packs op(A)[i0:i0+mc, p0:p0+kc] as MR-row panels, p-major inside a panel, zero-padded.
+// Packs x[i0:i0+mc, p0:p0+kc] as panels of kW rows, p-major inside a panel, zero-padded.
 // Each source row (or column) is read front to back, so the prefetcher can follow it.
-template <typename T>
-void packA(const Strided<T>& a, int i0, int mc, int p0, int kc, T* out) {
-  constexpr int kMr = Tile<T>::kMr;
-  for (int ir = 0; ir < mc; ir += kMr, out += kMr * kc) {
-    const int mr = std::min(kMr, mc - ir);
-    if (mr < kMr) std::fill(out, out + kMr * kc, T(0));
-    if (a.rs == 1) {  // op(A) columns are contiguous: one copy per p
+template <int kW, typename T>
+void packPanels(const Strided<T>& x, int i0, int mc, int p0, int kc, T* out) {
+  for (int ir = 0; ir < mc; ir += kW, out += kW * kc) {
+    const int w = std::min(kW, mc - ir);
+    if (w < kW) std::fill(out, out + kW * kc, T(0));
+    if (x.rs == 1) {  // x's columns are contiguous: one copy per p
       for (int p = 0; p < kc; ++p) {
-        std::memcpy(out + p * kMr, a.p + (p0 + p) * a.cs + (i0 + ir), mr * sizeof(T));
+        std::memcpy(out + p * kW, x.p + (p0 + p) * x.cs + (i0 + ir), w * sizeof(T));
       }
-    } else {
-      for (int i = 0; i < mr; ++i) {
-        const T* row = a.p + (i0 + ir + i) * a.rs + p0 * a.cs;
-        for (int p = 0; p < kc; ++p) out[p * kMr + i] = row[p * a.cs];
+    } else {  // e.g. a transposed weight matrix: walk each row front to back
+      for (int i = 0; i < w; ++i) {
+        const T* row = x.p + (i0 + ir + i) * x.rs + p0 * x.cs;
+        for (int p = 0; p < kc; ++p) out[p * kW + i] = row[p * x.cs];
       }
     }
   }
 }
 
-// Packs op(B)[p0:p0+kc, j0:j0+nc] as NR-column panels, p-major inside a panel, zero-padded.
+// op(A)[i0:i0+mc, p0:p0+kc] as MR-row panels.
+template <typename T>
+void packA(const Strided<T>& a, int i0, int mc, int p0, int kc, T* out) {
+  packPanels<Tile<T>::kMr>(a, i0, mc, p0, kc, out);
+}
+
+// op(B)[p0:p0+kc, j0:j0+nc] as NR-column panels: the row panels of op(B) transposed.
 template <typename T>
 void packB(const Strided<T>& b, int p0, int kc, int j0, int nc, T* out) {
-  constexpr int kNr = Tile<T>::kNr;
-  for (int jr = 0; jr < nc; jr += kNr, out += kNr * kc) {
-    const int nr = std::min(kNr, nc - jr);
-    if (nr < kNr) std::fill(out, out + kNr * kc, T(0));
-    if (b.cs == 1) {  // op(B) rows are contiguous: one copy per p
-      for (int p = 0; p < kc; ++p) {
-        std::memcpy(out + p * kNr, b.p + (p0 + p) * b.rs + (j0 + jr), nr * sizeof(T));
-      }
-    } else {  // e.g. a transposed weight matrix: walk each column front to back
-      for (int j = 0; j < nr; ++j) {
-        const T* col = b.p + (j0 + jr + j) * b.cs + p0 * b.rs;
-        for (int p = 0; p < kc; ++p) out[p * kNr + j] = col[p * b.rs];
-      }
-    }
-  }
+  packPanels<Tile<T>::kNr>(Strided<T>{b.p, b.cs, b.rs}, j0, nc, p0, kc, out);
 }
 
 // C[0:mr, 0:nr] = alpha * (Ap * Bp) + beta * C for one packed panel pair.

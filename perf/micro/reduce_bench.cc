@@ -14,27 +14,11 @@
 #include <string>
 
 #include "perf/micro/micro_util.h"
+#include "src/base/dtype.h"
 #include "src/reduce/reduce.h"
 
 namespace collie::micro {
 namespace {
-
-size_t dtypeSize(collieDataType_t t) {
-  switch (t) {
-    case collieInt8:
-    case collieUint8:
-      return 1;
-    case collieFloat16:
-    case collieBfloat16:
-      return 2;
-    case collieInt32:
-    case collieUint32:
-    case collieFloat32:
-      return 4;
-    default:
-      return 8;
-  }
-}
 
 // Three buffers of `bytes`, page-aligned and touched: a and b hold small values (1 in every
 // byte pattern the type reads as finite), dst zero.
@@ -43,35 +27,32 @@ struct Three {
   explicit Three(size_t bytes) : a(bytes, 0x01), b(bytes, 0x01), dst(bytes, 0) {}
 };
 
-void BM_Reduce(benchmark::State& state, collieDataType_t dtype, collieRedOp_t op) {
-  size_t bytes = static_cast<size_t>(state.range(0));
+// Times body(t) over three buffers of state.range(0) bytes; the rate counts output bytes.
+template <typename Body>
+void timeOnThree(benchmark::State& state, Body body) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
   Three t(bytes);
-  size_t count = bytes / dtypeSize(dtype);
   for (auto _ : state) {
-    reduce(t.dst.data(), t.a.data(), t.b.data(), count, dtype, op);
+    body(t, bytes);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
+}
+
+void BM_Reduce(benchmark::State& state, collieDataType_t dtype, collieRedOp_t op) {
+  const size_t count = static_cast<size_t>(state.range(0)) / dtypeSize(dtype);
+  timeOnThree(state, [&](Three& t, size_t) {
+    reduce(t.dst.data(), t.a.data(), t.b.data(), count, dtype, op);
+  });
 }
 
 void BM_Memcpy(benchmark::State& state) {
-  size_t bytes = static_cast<size_t>(state.range(0));
-  Three t(bytes);
-  for (auto _ : state) {
-    memcpy(t.dst.data(), t.a.data(), bytes);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
+  timeOnThree(state, [](Three& t, size_t bytes) { memcpy(t.dst.data(), t.a.data(), bytes); });
 }
 
 void BM_CopyStreaming(benchmark::State& state) {
-  size_t bytes = static_cast<size_t>(state.range(0));
-  Three t(bytes);
-  for (auto _ : state) {
-    copyStreaming(t.dst.data(), t.a.data(), bytes);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
+  timeOnThree(state,
+              [](Three& t, size_t bytes) { copyStreaming(t.dst.data(), t.a.data(), bytes); });
 }
 
 // The reference the f32 sum kernel is held to: the simplest loop that reads two inputs and
@@ -104,15 +85,10 @@ void addReference(float* dst, const float* a, const float* b, size_t n, bool str
 }
 
 void BM_AddReference(benchmark::State& state, bool streaming) {
-  size_t bytes = static_cast<size_t>(state.range(0));
-  Three t(bytes);
-  size_t n = bytes / sizeof(float);
-  for (auto _ : state) {
+  timeOnThree(state, [&](Three& t, size_t bytes) {
     addReference(reinterpret_cast<float*>(t.dst.data()), reinterpret_cast<float*>(t.a.data()),
-                 reinterpret_cast<float*>(t.b.data()), n, streaming);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
+                 reinterpret_cast<float*>(t.b.data()), bytes / sizeof(float), streaming);
+  });
 }
 
 constexpr int64_t kCache = 1 << 20;

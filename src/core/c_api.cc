@@ -80,76 +80,113 @@ Status checkComm(const collieComm* comm) {
 
 CommImpl* commImpl(collieComm_t comm) { return comm->impl.get(); }
 
+namespace {
+
+bool reducesData(Collective coll) {
+  return coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
+         coll == Collective::kReduce;
+}
+bool hasRoot(Collective coll) {
+  return coll == Collective::kBroadcast || coll == Collective::kReduce;
+}
+
+// The codes a call passes: dtype always, op where it reduces, root where it has one.
+Status checkCodes(const char* op, Collective coll, int dtype, int redop, int root, int nranks) {
+  if (!validDtype(dtype))
+    return invalidArgument(std::string(op) + ": unknown datatype " + std::to_string(dtype));
+  if (reducesData(coll) && !validRedOp(redop))
+    return invalidArgument(std::string(op) + ": unknown reduction op " + std::to_string(redop));
+  if (hasRoot(coll) && (root < 0 || root >= nranks))
+    return invalidArgument(std::string(op) + ": root " + std::to_string(root) +
+                           " is out of range for " + std::to_string(nranks) + " ranks");
+  return Status::ok();
+}
+
+// What each buffer holds on this rank, in bytes (0: not used here), and where in place puts
+// one inside the other.
+struct BufferLayout {
+  size_t sendBytes = 0, recvBytes = 0;
+  size_t inPlaceOffset = 0;     // recv + offset == send
+  bool recvInsideSend = false;  // ReduceScatter's in place: recv == send + offset
+};
+
+// The layout of a's buffers; off the root, the buffer it does not use becomes null.
+BufferLayout layoutOf(int rank, int nranks, size_t bytes, CollArgs* a) {
+  BufferLayout l;
+  l.sendBytes = l.recvBytes = bytes;
+  const size_t all = bytes * static_cast<size_t>(nranks);
+  switch (a->coll) {
+    case Collective::kReduceScatter:
+      l.sendBytes = all;
+      l.inPlaceOffset = static_cast<size_t>(rank) * bytes;
+      l.recvInsideSend = true;
+      break;
+    case Collective::kAllGather:
+      l.recvBytes = all;
+      l.inPlaceOffset = static_cast<size_t>(rank) * bytes;
+      break;
+    case Collective::kBroadcast:
+      if (rank != a->root) l.sendBytes = 0, a->send = nullptr;
+      break;
+    case Collective::kReduce:
+      if (rank != a->root) l.recvBytes = 0, a->recv = nullptr;
+      break;
+    default:
+      break;
+  }
+  return l;
+}
+
+// Partial overlap would make the result depend on the schedule; only the exact in-place
+// relation of each collective is allowed.
+Status checkOverlap(const char* op, const CollArgs& a, const BufferLayout& l) {
+  const char* s = static_cast<const char*>(a.send);
+  const char* r = static_cast<const char*>(a.recv);
+  bool inPlace = l.recvInsideSend ? r == s + l.inPlaceOffset : s == r + l.inPlaceOffset;
+  if (inPlace || !(s < r + l.recvBytes && r < s + l.sendBytes)) return Status::ok();
+  return invalidArgument(
+      std::string(op) +
+      ": sendbuff and recvbuff overlap without being in place (in place "
+      "needs " +
+      (a.coll == Collective::kReduceScatter ? "recvbuff == sendbuff + rank * recvcount"
+       : a.coll == Collective::kAllGather   ? "sendbuff == recvbuff + rank * sendcount"
+                                            : "sendbuff == recvbuff") +
+      ")");
+}
+
+// Null buffers where the call needs them, and buffers that overlap without being in place.
+Status checkBuffers(const char* op, int rank, int nranks, CollArgs* a) {
+  const size_t bytes = a->count * dtypeSize(a->dtype);
+  const BufferLayout l = layoutOf(rank, nranks, bytes, a);
+  if (bytes > 0 && l.sendBytes > 0 && a->send == nullptr)
+    return invalidArgument(std::string(op) + ": sendbuff is NULL with count " +
+                           std::to_string(a->count));
+  if (bytes > 0 && l.recvBytes > 0 && a->recv == nullptr)
+    return invalidArgument(std::string(op) + ": recvbuff is NULL with count " +
+                           std::to_string(a->count));
+  if (bytes > 0 && l.sendBytes > 0 && l.recvBytes > 0) return checkOverlap(op, *a, l);
+  return Status::ok();
+}
+
+}  // namespace
+
 Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype,
                     int redop, int root, int rank, int nranks, CollArgs* out) {
   const char* op = collectiveName(coll);
-  if (!validDtype(dtype))
-    return invalidArgument(std::string(op) + ": unknown datatype " + std::to_string(dtype));
-  bool reduces = coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
-                 coll == Collective::kReduce;
-  if (reduces && !validRedOp(redop))
-    return invalidArgument(std::string(op) + ": unknown reduction op " + std::to_string(redop));
-  bool rooted = coll == Collective::kBroadcast || coll == Collective::kReduce;
-  if (rooted && (root < 0 || root >= nranks))
-    return invalidArgument(std::string(op) + ": root " + std::to_string(root) +
-                           " is out of range for " + std::to_string(nranks) + " ranks");
+  COLLIE_RETURN_IF_ERROR(checkCodes(op, coll, dtype, redop, root, nranks));
   CollArgs& a = *out;
   a.coll = coll;
   a.send = send;
   a.recv = recv;
   a.count = count;
   a.dtype = static_cast<collieDataType_t>(dtype);
-  a.op = reduces ? static_cast<collieRedOp_t>(redop) : collieSum;
-  a.root = rooted ? root : -1;
+  a.op = reducesData(coll) ? static_cast<collieRedOp_t>(redop) : collieSum;
+  a.root = hasRoot(coll) ? root : -1;
   size_t esz = dtypeSize(a.dtype);
   if (a.count > static_cast<size_t>(PTRDIFF_MAX) / esz / static_cast<size_t>(nranks))
     return invalidArgument(std::string(op) + ": count " + std::to_string(a.count) +
                            " elements of " + dtypeName(a.dtype) + " overflows the address space");
-  // What each buffer holds on this rank, in bytes (0: not used here).
-  const size_t bytes = a.count * esz, all = bytes * static_cast<size_t>(nranks);
-  size_t sendBytes = bytes, recvBytes = bytes, inPlaceOffset = 0;  // recv + offset == send
-  bool recvInsideSend = false;  // ReduceScatter's in place: recv == send + offset
-  switch (coll) {
-    case Collective::kReduceScatter:
-      sendBytes = all;
-      inPlaceOffset = static_cast<size_t>(rank) * bytes;
-      recvInsideSend = true;
-      break;
-    case Collective::kAllGather:
-      recvBytes = all;
-      inPlaceOffset = static_cast<size_t>(rank) * bytes;
-      break;
-    case Collective::kBroadcast:
-      if (rank != root) sendBytes = 0, a.send = nullptr;
-      break;
-    case Collective::kReduce:
-      if (rank != root) recvBytes = 0, a.recv = nullptr;
-      break;
-    default:
-      break;
-  }
-  if (bytes > 0 && sendBytes > 0 && a.send == nullptr)
-    return invalidArgument(std::string(op) + ": sendbuff is NULL with count " +
-                           std::to_string(a.count));
-  if (bytes > 0 && recvBytes > 0 && a.recv == nullptr)
-    return invalidArgument(std::string(op) + ": recvbuff is NULL with count " +
-                           std::to_string(a.count));
-  if (bytes > 0 && sendBytes > 0 && recvBytes > 0) {
-    // Partial overlap would make the result depend on the schedule; only the exact in-place
-    // relation of each collective is allowed.
-    const char* s = static_cast<const char*>(a.send);
-    const char* r = static_cast<const char*>(a.recv);
-    bool inPlace = recvInsideSend ? r == s + inPlaceOffset : s == r + inPlaceOffset;
-    if (!inPlace && s < r + recvBytes && r < s + sendBytes)
-      return invalidArgument(
-          std::string(op) +
-          ": sendbuff and recvbuff overlap without being in place (in place "
-          "needs " +
-          (coll == Collective::kReduceScatter ? "recvbuff == sendbuff + rank * recvcount"
-           : coll == Collective::kAllGather   ? "sendbuff == recvbuff + rank * sendcount"
-                                              : "sendbuff == recvbuff") +
-          ")");
-  }
+  COLLIE_RETURN_IF_ERROR(checkBuffers(op, rank, nranks, &a));
   return classifyBuffers(op, &a);
 }
 

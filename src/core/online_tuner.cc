@@ -103,53 +103,67 @@ const std::vector<Algorithm*>& OnlineTuner::candidates(const Trial* t) const {
   return t->candidates;
 }
 
-Algorithm* OnlineTuner::settle(Trial* t) {
-  if (t->blockCalls > 0) {
-    // The fastest mean; of means within kRunTie of it, the candidate fastest in the trials; of
-    // equals the earlier candidate, the trials' pick first. It replaces the pick only if its
-    // block also beat the pick's in most rounds: blocks follow each other in time, and a slow
-    // spell of the machine that ends during the runs favours the later blocks (on one host, 2
-    // ranks, 16 MiB, the trials ran 5x slow, and tree's blocks beat shm_direct's by their place
-    // in the round). When they won half the rounds each, the product of the per-round ratios
-    // decides: a pick that stalls in one block of two loses (8 netns hosts, 512 KiB: rhd's
-    // blocks 21 and 8 ms, ring's 8.8 and 8.8), one whose blocks a spell slowed in one round of
-    // two keeps its place if it wins the other by more.
-    const size_t m = t->runs.size();
-    const double* mean = t->timesUs.data();
-    const double* block = mean + m;  // [round][candidate]
-    size_t best = 0;
-    for (size_t i = 1; i < m; ++i)
-      if (mean[i] < mean[best]) best = i;
-    // Of those tied with it, the one the trials found fastest.
-    const double tie = mean[best] * kRunTie;
-    for (size_t i = 0; i < m; ++i)
-      if (mean[i] <= tie && t->runTrialUs[i] < t->runTrialUs[best]) best = i;
-    int won = 0;
-    double logRatio = 0;
-    for (int r = 0; r < t->blocks; ++r) {
-      const double c = block[static_cast<size_t>(r) * m + best];
-      const double p = block[static_cast<size_t>(r) * m];
-      if (c < p) ++won;
-      if (c > 0 && p > 0) logRatio += std::log(c / p);
-    }
-    const bool takes = 2 * won > t->blocks || (2 * won == t->blocks && logRatio < 0);
-    t->chosen = t->runs[takes ? best : 0];
-    return t->chosen;
+namespace {
+
+// The fastest mean of the runs; of means within kRunTie of it, the candidate fastest in the
+// trials; of equals the earlier one. It replaces the trials' pick (run 0) only if its blocks
+// also beat the pick's in most rounds, or in half with a product of per-round ratios below 1:
+// blocks follow each other in time, and a slow spell that ends during the runs favours the
+// later blocks.
+size_t runsWinner(const OnlineTuner::Trial& t) {
+  const size_t m = t.runs.size();
+  const double* mean = t.timesUs.data();
+  const double* block = mean + m;  // [round][candidate]
+  size_t best = 0;
+  for (size_t i = 1; i < m; ++i)
+    if (mean[i] < mean[best]) best = i;
+  const double tie = mean[best] * OnlineTuner::kRunTie;
+  for (size_t i = 0; i < m; ++i)
+    if (mean[i] <= tie && t.runTrialUs[i] < t.runTrialUs[best]) best = i;
+  int won = 0;
+  double logRatio = 0;
+  for (int r = 0; r < t.blocks; ++r) {
+    const double c = block[static_cast<size_t>(r) * m + best];
+    const double p = block[static_cast<size_t>(r) * m];
+    if (c < p) ++won;
+    if (c > 0 && p > 0) logRatio += std::log(c / p);
   }
-  const size_t n = t->candidates.size();
-  const double* median = t->timesUs.data();
-  const double* fastest = median + n;
+  const bool takes = 2 * won > t.blocks || (2 * won == t.blocks && logRatio < 0);
+  return takes ? best : 0;
+}
+
+// The trials' pick: the model's first, unless a challenger's median beat its fastest call
+// (then the fastest such challenger).
+size_t trialsWinner(const double* median, const double* fastest, size_t n) {
   size_t best = 0;
   for (size_t i = 1; i < n; ++i)
     if (median[i] < fastest[0] && (best == 0 || median[i] < median[best])) best = i;
-  // The pick, then the others by median (of equals the model's order).
+  return best;
+}
+
+// Who runs in a row: the pick, then the others by median (of equals the model's order).
+std::vector<size_t> runOrder(const double* median, size_t n, size_t best) {
   std::vector<size_t> order;
   for (size_t i = 0; i < n; ++i)
     if (i != best) order.push_back(i);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t x, size_t y) { return median[x] < median[y]; });
   order.insert(order.begin(), best);
-  order.resize(std::min<size_t>(order.size(), kRunCandidates));
+  order.resize(std::min<size_t>(order.size(), OnlineTuner::kRunCandidates));
+  return order;
+}
+
+}  // namespace
+
+Algorithm* OnlineTuner::settle(Trial* t) {
+  if (t->blockCalls > 0) {
+    t->chosen = t->runs[runsWinner(*t)];
+    return t->chosen;
+  }
+  const size_t n = t->candidates.size();
+  const double* median = t->timesUs.data();
+  const size_t best = trialsWinner(median, median + n, n);
+  const std::vector<size_t> order = runOrder(median, n, best);
   // The agreed medians size the blocks alike on every rank.
   double slowest = 0;
   for (size_t i : order) slowest = std::max(slowest, median[i]);

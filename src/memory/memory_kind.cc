@@ -31,8 +31,8 @@ PointerInfo classifyPointerWith(const void* p, const PointerQueryFn& query) {
 namespace {
 
 // Asked on every collective, so it must be cheap: the list of loaded objects is walked in
-// memory (dlopen with RTLD_NOLOAD would search the library path with system calls, tens of
-// microseconds a call), only again once the loader has loaded something since the last walk,
+// memory (dlopen with RTLD_NOLOAD would search the library path with system calls each time),
+// only again once the loader has loaded something since the last walk,
 // and once the driver is there the answer stays yes.
 bool driverLoaded() {
   static std::atomic<bool> loaded{false};

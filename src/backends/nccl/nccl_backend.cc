@@ -12,24 +12,31 @@
 
 #include "src/backends/nccl/nccl_bootstrap.h"
 #include "src/base/cuda_status.h"
+#include "src/base/dtype.h"
 #include "src/base/log.h"
 
 namespace collie {
 
+// The NCCL entry points the backend calls, listed once: X(member of NcclApi, NCCL function).
+#define COLLIE_NCCL_API(X)                  \
+  X(getUniqueId, ncclGetUniqueId)           \
+  X(initRankConfig, ncclCommInitRankConfig) \
+  X(allReduce, ncclAllReduce)               \
+  X(reduceScatter, ncclReduceScatter)       \
+  X(allGather, ncclAllGather)               \
+  X(broadcast, ncclBroadcast)               \
+  X(reduce, ncclReduce)                     \
+  X(finalize, ncclCommFinalize)             \
+  X(destroy, ncclCommDestroy)               \
+  X(abort, ncclCommAbort)                   \
+  X(asyncError, ncclCommGetAsyncError)      \
+  X(errorString, ncclGetErrorString)        \
+  X(lastError, ncclGetLastError)
+
 struct NcclApi {
-  decltype(&ncclGetUniqueId) getUniqueId = nullptr;
-  decltype(&ncclCommInitRankConfig) initRankConfig = nullptr;
-  decltype(&ncclAllReduce) allReduce = nullptr;
-  decltype(&ncclReduceScatter) reduceScatter = nullptr;
-  decltype(&ncclAllGather) allGather = nullptr;
-  decltype(&ncclBroadcast) broadcast = nullptr;
-  decltype(&ncclReduce) reduce = nullptr;
-  decltype(&ncclCommFinalize) finalize = nullptr;
-  decltype(&ncclCommDestroy) destroy = nullptr;
-  decltype(&ncclCommAbort) abort = nullptr;
-  decltype(&ncclCommGetAsyncError) asyncError = nullptr;
-  decltype(&ncclGetErrorString) errorString = nullptr;
-  decltype(&ncclGetLastError) lastError = nullptr;
+#define COLLIE_X(member, fn) decltype(&fn) member = nullptr;
+  COLLIE_NCCL_API(COLLIE_X)
+#undef COLLIE_X
 };
 
 namespace {
@@ -61,68 +68,26 @@ StatusOr<const NcclApi*> loadNccl() {
       *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(h, name));
       if (*fn == nullptr) ok = false, error = std::string("libnccl lacks ") + name;
     };
-    sym(&api.getUniqueId, "ncclGetUniqueId");
-    sym(&api.initRankConfig, "ncclCommInitRankConfig");
-    sym(&api.allReduce, "ncclAllReduce");
-    sym(&api.reduceScatter, "ncclReduceScatter");
-    sym(&api.allGather, "ncclAllGather");
-    sym(&api.broadcast, "ncclBroadcast");
-    sym(&api.reduce, "ncclReduce");
-    sym(&api.finalize, "ncclCommFinalize");
-    sym(&api.destroy, "ncclCommDestroy");
-    sym(&api.abort, "ncclCommAbort");
-    sym(&api.asyncError, "ncclCommGetAsyncError");
-    sym(&api.errorString, "ncclGetErrorString");
-    sym(&api.lastError, "ncclGetLastError");
+#define COLLIE_X(member, fn) sym(&api.member, #fn);
+    COLLIE_NCCL_API(COLLIE_X)
+#undef COLLIE_X
     if (!ok) api.getUniqueId = nullptr;
   });
   if (api.getUniqueId == nullptr) return systemError(error);
   return &api;
 }
 
-ncclDataType_t ncclType(collieDataType_t t) {
-  switch (t) {
-    case collieInt8:
-      return ncclInt8;
-    case collieUint8:
-      return ncclUint8;
-    case collieInt32:
-      return ncclInt32;
-    case collieUint32:
-      return ncclUint32;
-    case collieInt64:
-      return ncclInt64;
-    case collieUint64:
-      return ncclUint64;
-    case collieFloat16:
-      return ncclFloat16;
-    case collieFloat32:
-      return ncclFloat32;
-    case collieFloat64:
-      return ncclFloat64;
-    case collieBfloat16:
-      return ncclBfloat16;
-    default:
-      return ncclNumTypes;
-  }
-}
+// NCCL's dtype and op for each of ours, in the order of collieDataType_t and collieRedOp_t
+// (their values are part of the public ABI).
+constexpr ncclDataType_t kNcclTypes[collieNumTypes] = {
+    ncclInt8,   ncclUint8,   ncclInt32,   ncclUint32,  ncclInt64,
+    ncclUint64, ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16};
+constexpr ncclRedOp_t kNcclOps[collieNumOps] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+static_assert(collieFloat16 == 6 && collieBfloat16 == 9 && collieAvg == 4,
+              "kNcclTypes and kNcclOps follow the enums' order");
 
-ncclRedOp_t ncclOp(collieRedOp_t op) {
-  switch (op) {
-    case collieSum:
-      return ncclSum;
-    case collieProd:
-      return ncclProd;
-    case collieMax:
-      return ncclMax;
-    case collieMin:
-      return ncclMin;
-    case collieAvg:
-      return ncclAvg;
-    default:
-      return ncclNumOps;
-  }
-}
+ncclDataType_t ncclType(collieDataType_t t) { return validDtype(t) ? kNcclTypes[t] : ncclNumTypes; }
+ncclRedOp_t ncclOp(collieRedOp_t op) { return validRedOp(op) ? kNcclOps[op] : ncclNumOps; }
 
 }  // namespace
 

@@ -385,8 +385,8 @@ static_assert(tableIsComplete(), "a dtype in COLLIE_DTYPES has no CPU kernels or
 
 void checkHostArgs(const char* fn, collieDataType_t dtype, MemoryKind kind) {
   if (kind != MemoryKind::kHost) {
-    // The library builds no device kernels yet: device memory reaching here is a routing bug, and
-    // touching it from the CPU would crash or corrupt far from the cause.
+    // Device buffers go to the CUDA kernels: one reaching here is a routing bug, and touching
+    // it from the CPU would crash or corrupt far from the cause.
     std::fprintf(stderr, "collie: fatal: %s: MemoryKind::kCuda buffer given to the CPU kernels\n",
                  fn);
     std::abort();
