@@ -1,5 +1,7 @@
 // The transport registry: the allowed set, the choice per peer pair, and a mesh connected over
 // an in-process store, with a transport that gives its peers up to the next one.
+#include "transports/registry.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,7 +11,6 @@
 
 #include "src/core/bootstrap/store.h"
 #include "src/core/bootstrap/store_exchange.h"
-#include "transports/registry.h"
 
 namespace collie {
 namespace {
@@ -112,8 +113,7 @@ TEST(Registry, APeerNoAllowedTransportReachesIsAnErrorNamingIt) {
   auto mesh = TransportMesh::connect(std::move(only), places({"a", "b"}), 0, &ex,
                                      "COLLIE_TRANSPORT=shm", Deadline::afterMs(1000));
   ASSERT_FALSE(mesh.isOk());
-  EXPECT_NE(mesh.status().message().find(
-                "COLLIE_TRANSPORT=shm cannot reach peer rank 1 on host b"),
+  EXPECT_NE(mesh.status().message().find("COLLIE_TRANSPORT=shm cannot reach peer rank 1 on host b"),
             std::string::npos)
       << mesh.status().message();
 }

@@ -1,4 +1,6 @@
 // The transports' AddressExchange over an in-process store: ranks as threads.
+#include "src/core/bootstrap/store_exchange.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -6,7 +8,6 @@
 #include <vector>
 
 #include "src/core/bootstrap/store.h"
-#include "src/core/bootstrap/store_exchange.h"
 
 namespace collie {
 namespace {
