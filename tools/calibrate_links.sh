@@ -2,7 +2,7 @@
 # Prints the tuner's link figures of this machine, in COLLIE_TUNER_LINKS form, from 2-rank ring
 # AllReduces over each transport: at n = 2 the ring is two messages of S/2, so the 8 B time is
 # 2 alpha and the large-message time is 2 alpha + S / beta. Run it on an idle machine; the
-# table in src/core/tuner.h holds the figures it printed on the reference machine.
+# table in src/core/tuning/tuner.h holds the figures it printed on the reference machine.
 #   usage: tools/calibrate_links.sh [build-dir]
 set -euo pipefail
 build=${1:-build}

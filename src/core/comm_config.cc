@@ -7,7 +7,7 @@
 
 #include "src/base/log.h"
 #include "src/base/params.h"
-#include "src/core/device_path.h"
+#include "src/core/device/device_path.h"
 
 namespace collie {
 

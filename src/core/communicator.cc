@@ -7,8 +7,8 @@
 #include "src/base/log.h"
 #include "src/core/bootstrap/host_id.h"
 #include "src/core/bootstrap/store_exchange.h"
-#include "src/core/link_probe.h"
-#include "src/core/tuner.h"
+#include "src/core/tuning/link_probe.h"
+#include "src/core/tuning/tuner.h"
 #include "src/core/tuning/agreement.h"
 
 namespace collie {

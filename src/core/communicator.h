@@ -14,9 +14,9 @@
 #include "src/core/bootstrap/bootstrap.h"
 #include "src/core/bootstrap/rendezvous.h"
 #include "src/core/comm_config.h"
-#include "src/core/device_path.h"
+#include "src/core/device/device_path.h"
 #include "src/core/failure.h"
-#include "src/core/online_tuner.h"
+#include "src/core/tuning/online_tuner.h"
 #include "src/core/progress.h"
 #include "transports/registry.h"
 

@@ -1,7 +1,7 @@
 // CommImpl's choice of algorithms: the registry of this communicator, the forced one, the
 // tuner's pick per call, and the agreement every rank's pick rests on.
 #include "src/core/communicator.h"
-#include "src/core/tuner.h"
+#include "src/core/tuning/tuner.h"
 
 namespace collie {
 

@@ -174,7 +174,7 @@ for n in 1 2 4; do
 done
 
 # 6. The device ring against the device tree, forced, 4 ranks, small to medium sizes: where
-# they cross is what the choice between them (kDeviceHopUs, kDeviceGBps in src/core/cuda_path.h)
+# they cross is what the choice between them (kDeviceHopUs, kDeviceGBps in src/core/device/cuda_path.h)
 # should say.
 for algo in ring tree; do
   perf_step "perf_collie_ipc_${algo}_n4" 90 times env CUDA_VISIBLE_DEVICES=0 COLLIE_CUDA_PATH=ipc \

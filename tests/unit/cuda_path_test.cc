@@ -1,5 +1,5 @@
 // COLLIE_CUDA_PATH parsing and the ranks' agreement on the device path, on the CPU.
-#include "src/core/cuda_path.h"
+#include "src/core/device/cuda_path.h"
 
 #include <gtest/gtest.h>
 

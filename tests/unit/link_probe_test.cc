@@ -1,5 +1,5 @@
 // The link probe of communicator init: ranks as threads over real loopback TCP connections.
-#include "src/core/link_probe.h"
+#include "src/core/tuning/link_probe.h"
 
 #include <gtest/gtest.h>
 

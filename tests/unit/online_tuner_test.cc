@@ -1,7 +1,7 @@
 // The online tuner's bookkeeping: which algorithms it tries, in what order and how often, and
 // which one it settles on given the agreed times. The multiproc test TunerTrials checks the
 // whole loop with real ranks.
-#include "src/core/online_tuner.h"
+#include "src/core/tuning/online_tuner.h"
 
 #include <gtest/gtest.h>
 

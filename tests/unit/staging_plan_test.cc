@@ -3,7 +3,7 @@
 // order the copy stream runs them (chunk k+1 comes down before chunk k goes up), the host
 // collective is computed between the ranks' staging slots, and every user recv is checked
 // against the collective computed directly from the inputs.
-#include "src/core/staging_plan.h"
+#include "src/core/device/staging_plan.h"
 
 #include <gtest/gtest.h>
 

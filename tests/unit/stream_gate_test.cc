@@ -1,6 +1,6 @@
 // StreamGate: the stream-ordering bookkeeping of device ops, on the CPU. The waiter (a stream's
 // host callback) sees the op's status once opened, and gives up after its timeout.
-#include "src/core/stream_gate.h"
+#include "src/core/device/stream_gate.h"
 
 #include <gtest/gtest.h>
 

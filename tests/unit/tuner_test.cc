@@ -1,6 +1,6 @@
 // The tuner: its link table and overrides, and which algorithm it picks where the answer is
 // not in doubt.
-#include "src/core/tuner.h"
+#include "src/core/tuning/tuner.h"
 
 #include <gtest/gtest.h>
 

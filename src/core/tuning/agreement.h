@@ -5,9 +5,9 @@
 
 #include <functional>
 
-#include "src/core/link_probe.h"
-#include "src/core/online_tuner.h"
-#include "src/core/tuner.h"
+#include "src/core/tuning/link_probe.h"
+#include "src/core/tuning/online_tuner.h"
+#include "src/core/tuning/tuner.h"
 
 namespace collie {
 

@@ -13,7 +13,7 @@
 #include "algorithms/algorithm.h"
 #include "src/base/status.h"
 #include "src/core/bootstrap/store.h"
-#include "src/core/cuda_path.h"
+#include "src/core/device/cuda_path.h"
 #include "transports/cuda_ipc/cuda_ipc_transport.h"
 
 namespace collie {

@@ -1,5 +1,5 @@
 // The tuner (see tuner.h).
-#include "src/core/tuner.h"
+#include "src/core/tuning/tuner.h"
 
 #include <cstdlib>
 

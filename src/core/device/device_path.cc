@@ -1,14 +1,14 @@
 // The device path: staging made at the first device call, the device ring and tree, NCCL.
-#include "src/core/device_path.h"
+#include "src/core/device/device_path.h"
 
 #include <cstring>
 #include <mutex>
 
 #include "src/base/params.h"
 #ifdef COLLIE_HAVE_CUDA
-#include "src/core/cuda_path.h"
-#include "src/core/device_ipc.h"
-#include "src/core/device_staging.h"
+#include "src/core/device/cuda_path.h"
+#include "src/core/device/device_ipc.h"
+#include "src/core/device/device_staging.h"
 #endif
 #ifdef COLLIE_HAVE_NCCL
 #include "src/backends/nccl/nccl_backend.h"

@@ -1,5 +1,5 @@
 // The online tuner (see online_tuner.h).
-#include "src/core/online_tuner.h"
+#include "src/core/tuning/online_tuner.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // DeviceIpc (see device_ipc.h).
-#include "src/core/device_ipc.h"
+#include "src/core/device/device_ipc.h"
 
 #include <cuda_runtime_api.h>
 

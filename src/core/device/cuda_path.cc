@@ -1,5 +1,5 @@
 // COLLIE_CUDA_PATH and the ranks' agreement on it (see cuda_path.h).
-#include "src/core/cuda_path.h"
+#include "src/core/device/cuda_path.h"
 
 namespace collie {
 

@@ -1,5 +1,5 @@
 // The staging plan of a device collective (see staging_plan.h).
-#include "src/core/staging_plan.h"
+#include "src/core/device/staging_plan.h"
 
 #include <algorithm>
 

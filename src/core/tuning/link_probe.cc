@@ -1,5 +1,5 @@
 // The link probe (see link_probe.h).
-#include "src/core/link_probe.h"
+#include "src/core/tuning/link_probe.h"
 
 #include <algorithm>
 #include <chrono>

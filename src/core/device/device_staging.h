@@ -13,7 +13,7 @@
 #include "algorithms/algorithm.h"
 #include "src/base/status.h"
 #include "src/base/time.h"
-#include "src/core/stream_gate.h"
+#include "src/core/device/stream_gate.h"
 
 namespace collie {
 

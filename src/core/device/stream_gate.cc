@@ -1,5 +1,5 @@
 // StreamGate (see stream_gate.h).
-#include "src/core/stream_gate.h"
+#include "src/core/device/stream_gate.h"
 
 #include <chrono>
 #include <string>

@@ -1,5 +1,5 @@
 // DeviceStaging (see device_staging.h).
-#include "src/core/device_staging.h"
+#include "src/core/device/device_staging.h"
 
 #include <cuda_runtime_api.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "src/base/cuda_status.h"
-#include "src/core/staging_plan.h"
+#include "src/core/device/staging_plan.h"
 
 namespace collie {
 namespace {
