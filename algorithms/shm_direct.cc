@@ -39,7 +39,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/patterns/ring_pattern.h"
-#include "algorithms/shm_cma.h"
+#include "transports/shm/shm_cma.h"
 #include "src/base/log.h"
 #include "src/base/params.h"
 #include "src/base/time.h"

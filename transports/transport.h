@@ -48,6 +48,9 @@ struct Request {
   FrameTag tag;
 };
 
+class ShmSlots;
+class PeerMemory;
+
 class Connection {
  public:
   virtual ~Connection() = default;
@@ -88,6 +91,48 @@ class Connection {
   virtual bool abortPending() const { return false; }
   // Before destruction after an abort: give the peer time to read it (bounded).
   virtual void linger(const Deadline& deadline) {}
+
+  // Optional capabilities of a peer on this host (ShmSlots, PeerMemory below): nullptr where
+  // the transport has none.
+  virtual ShmSlots* shmSlots() { return nullptr; }
+  virtual PeerMemory* peerMemory() { return nullptr; }
+};
+
+// The slots of the staging buffers of the ranks on this host, for algorithms that synchronise
+// through flags in shared memory. One object per rank, shared by its connections: its event
+// count goes on across algorithms and calls, alike on ranks that make the same calls.
+class ShmSlots {
+ public:
+  // Event e uses slot e % kSlots (algorithms/shm_flags.h says why three).
+  static constexpr size_t kSlots = 3;
+  virtual ~ShmSlots() = default;
+  // The slot of event in rank's staging buffer (this rank's or a peer's on this host): aligned
+  // to a cache line, slotBytes() long.
+  virtual char* slot(int rank, uint64_t event) = 0;
+  virtual size_t slotBytes() const = 0;
+  // Takes the next n events; returns the first.
+  uint64_t takeEvents(uint64_t n) {
+    const uint64_t first = events_;
+    events_ += n;
+    return first;
+  }
+
+ private:
+  uint64_t events_ = 0;
+};
+
+// Single-copy access to one peer's memory on this host: the kernel copies straight between the
+// two processes, with no bounce through shared memory.
+class PeerMemory {
+ public:
+  virtual ~PeerMemory() = default;
+  // Whether this process may read the peer's memory and finds expected (at most 64 bytes) at
+  // remote there: a pid that names another process is not mistaken for the peer.
+  virtual bool reachable(const void* remote, const void* expected, size_t bytes) = 0;
+  // Copies bytes from remote (an address in the peer) into local; what names the op in errors.
+  virtual Status read(const void* remote, void* local, size_t bytes, const char* what) = 0;
+  // Copies bytes from local into remote (an address in the peer).
+  virtual Status write(void* remote, const void* local, size_t bytes, const char* what) = 0;
 };
 
 // Where a transport without file descriptors (shared memory) wakes a sleeping rank.
