@@ -442,6 +442,14 @@ Status CommImpl::init(BootstrapInfo info) {
   COLLIE_INFO(kLogInit, "rank %d of %d connected (%s, tcp on %s, up to %d sockets per peer%s)",
               rank_, nranks_, info.how.c_str(), tcp_->address().c_str(), maxSocks,
               anyUcx ? ", ucx to some peers" : "");
+  // The algorithms' set-up that the ranks agree on (shm_single_copy's probe and vote): one
+  // phase, here, on every rank, before any call.
+  AlgoContext setUp = context(CollArgs());
+  for (auto& algo : algos_) {
+    const std::string phase = std::string("the set-up of ") + algo->name();
+    setUp.opName = phase.c_str();
+    COLLIE_RETURN_IF_ERROR(algo->prepare(setUp).withContext(where));
+  }
   COLLIE_RETURN_IF_ERROR(probeNetwork(anyTcp || anyUcx).withContext(where));
   COLLIE_RETURN_IF_ERROR(setUpBackend(backend, hosts, deadline).withContext(where));
   progress_ = std::thread([this] { progressLoop(); });
