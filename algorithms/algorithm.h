@@ -102,6 +102,7 @@ std::vector<std::unique_ptr<Algorithm>> buildAlgorithms();
 
 std::unique_ptr<Algorithm> makeRingAlgorithm();
 std::unique_ptr<Algorithm> makeShmDirectAlgorithm();
+std::unique_ptr<Algorithm> makeShmSingleCopyAlgorithm();
 std::unique_ptr<Algorithm> makeRecursiveDoublingAlgorithm();
 std::unique_ptr<Algorithm> makeDisseminationAlgorithm();
 std::unique_ptr<Algorithm> makeTreeAlgorithm();
