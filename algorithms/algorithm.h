@@ -92,6 +92,9 @@ class Algorithm {
     return costUs(args, ctx.nranks, ctx.link);
   }
   virtual Status run(const CollArgs& args, AlgoContext& ctx) = 0;
+  // Once per communicator, on every rank at the same point of init, once the connections are
+  // up: set-up the ranks agree on (it may communicate), which usable() and costUs then read.
+  virtual Status prepare(AlgoContext& ctx) { return Status::ok(); }
 };
 
 // Every algorithm this build has, registered explicitly (no static self-registration).
@@ -99,6 +102,7 @@ std::vector<std::unique_ptr<Algorithm>> buildAlgorithms();
 
 std::unique_ptr<Algorithm> makeRingAlgorithm();
 std::unique_ptr<Algorithm> makeShmDirectAlgorithm();
+std::unique_ptr<Algorithm> makeShmSingleCopyAlgorithm();
 std::unique_ptr<Algorithm> makeRecursiveDoublingAlgorithm();
 std::unique_ptr<Algorithm> makeDisseminationAlgorithm();
 std::unique_ptr<Algorithm> makeTreeAlgorithm();

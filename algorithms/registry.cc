@@ -7,6 +7,7 @@ std::vector<std::unique_ptr<Algorithm>> buildAlgorithms() {
   std::vector<std::unique_ptr<Algorithm>> algos;
   // Ties in the cost model go to the earlier one.
   algos.push_back(makeShmDirectAlgorithm());
+  algos.push_back(makeShmSingleCopyAlgorithm());
   algos.push_back(makeRecursiveDoublingAlgorithm());
   algos.push_back(makeRingAlgorithm());
   algos.push_back(makeTreeAlgorithm());

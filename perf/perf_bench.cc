@@ -15,8 +15,8 @@
 
 namespace collie::perf {
 
-const char* const kKnownAlgorithms[] = {"ring",       "tree",        "rhd", "recursive_doubling",
-                                        "shm_direct", "hierarchical"};
+const char* const kKnownAlgorithms[] = {
+    "ring", "tree", "rhd", "recursive_doubling", "shm_direct", "shm_single_copy", "hierarchical"};
 const int kNumKnownAlgorithms = sizeof(kKnownAlgorithms) / sizeof(kKnownAlgorithms[0]);
 
 void FreeDeleter::operator()(void* p) const { free(p); }

@@ -45,6 +45,9 @@ struct Request {
   }
 };
 
+class ShmSlots;
+class PeerMemory;
+
 // The data path to one peer; its part in the failure protocol (peer(), sendAbort, listening
 // after a failure, linger) is the AbortLink it derives from.
 class Connection : public AbortLink {
@@ -67,6 +70,47 @@ class Connection : public AbortLink {
   // An error where a frame of the call tagged mine came while this rank runs that call without
   // messages (through shared memory): the peer runs it by another algorithm.
   virtual Status checkEarlyFrame(const FrameTag& mine) const { return Status::ok(); }
+  // Optional capabilities of a peer on this host (ShmSlots, PeerMemory below): nullptr where
+  // the transport has none.
+  virtual ShmSlots* shmSlots() { return nullptr; }
+  virtual PeerMemory* peerMemory() { return nullptr; }
+};
+
+// The slots of the staging buffers of the ranks on this host, for algorithms that synchronise
+// through flags in shared memory. One object per rank, shared by its connections: its event
+// count goes on across algorithms and calls, alike on ranks that make the same calls.
+class ShmSlots {
+ public:
+  // Event e uses slot e % kSlots (algorithms/shm_flags.h says why three).
+  static constexpr size_t kSlots = 3;
+  virtual ~ShmSlots() = default;
+  // The slot of event in rank's staging buffer (this rank's or a peer's on this host): aligned
+  // to a cache line, slotBytes() long.
+  virtual char* slot(int rank, uint64_t event) = 0;
+  virtual size_t slotBytes() const = 0;
+  // Takes the next n events; returns the first.
+  uint64_t takeEvents(uint64_t n) {
+    const uint64_t first = events_;
+    events_ += n;
+    return first;
+  }
+
+ private:
+  uint64_t events_ = 0;
+};
+
+// Single-copy access to one peer's memory on this host: the kernel copies straight between the
+// two processes, with no bounce through shared memory.
+class PeerMemory {
+ public:
+  virtual ~PeerMemory() = default;
+  // Whether this process may read the peer's memory and finds expected (at most 64 bytes) at
+  // remote there: a pid that names another process is not mistaken for the peer.
+  virtual bool reachable(const void* remote, const void* expected, size_t bytes) = 0;
+  // Copies bytes from remote (an address in the peer) into local; what names the op in errors.
+  virtual Status read(const void* remote, void* local, size_t bytes, const char* what) = 0;
+  // Copies bytes from local into remote (an address in the peer).
+  virtual Status write(void* remote, const void* local, size_t bytes, const char* what) = 0;
 };
 
 // Where a transport without file descriptors (shared memory) wakes a sleeping rank.

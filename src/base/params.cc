@@ -35,8 +35,8 @@ static const std::vector<ParamInfo>& table() {
        "outnumber its cores)"},
       {"COLLIE_HOSTID", "", "host identity override (default: hostname + boot id + netns)"},
       {"COLLIE_ALGO", "",
-       "force an algorithm (ring, tree, rhd, recursive_doubling, shm_direct, hierarchical; "
-       "auto = the tuner)"},
+       "force an algorithm (ring, tree, rhd, recursive_doubling, shm_direct, shm_single_copy, "
+       "hierarchical; auto = the tuner)"},
       {"COLLIE_TUNER_LINKS", "",
        "tuner link figures per transport: tcp=alpha_us:beta_GBps[:reduce_GBps],shm=...,ucx=..."},
       {"COLLIE_TUNER_PROBE", "1",
@@ -68,10 +68,12 @@ static const std::vector<ParamInfo>& table() {
        "largest AllReduce shm_direct sends in one cache line with the sign that it is there, "
        "bytes (48 at most; 0: none)"},
       {"COLLIE_SHM_CMA", "auto",
-       "shm_direct AllReduce reads and writes the peers' buffers in place (cross-memory attach) "
-       "where every rank may: auto (not with more ranks than cores, nor where the kernel's copy "
-       "runs under half as fast as memcpy), on or off"},
-      {"COLLIE_SHM_CMA_BYTES", "64K", "smallest AllReduce COLLIE_SHM_CMA applies to, bytes"},
+       "where shm_single_copy (AllReduce reading and writing the peers' buffers in place by "
+       "cross-memory attach) may run, voted at init: auto (every rank may, not with more ranks "
+       "than cores, nor where the kernel's copy runs under half as fast as memcpy; the tuner "
+       "chooses), on (every rank may; taken from COLLIE_SHM_CMA_BYTES) or off"},
+      {"COLLIE_SHM_CMA_BYTES", "64K",
+       "smallest AllReduce the tuner gives shm_single_copy, bytes (0: never)"},
       {"COLLIE_BACKEND", "collie",
        "collie, or nccl: device-buffer collectives go to an NCCL communicator (builds with NCCL)"},
       {"COLLIE_CUDA_STAGING_BYTES", "8M",

@@ -64,7 +64,7 @@ StatusOr<CommConfig> readCommConfig() {
                           parseAllowedTransports(params().getString("COLLIE_TRANSPORT")));
   c.backend = params().getString("COLLIE_BACKEND");
   COLLIE_RETURN_IF_ERROR(DevicePath::checkBackend(c.backend));
-  // Read by the shm single copy at its first use: refused here, before any call.
+  // Read by shm_single_copy's set-up at init: refused here, before anything connects.
   const std::string cma = params().getString("COLLIE_SHM_CMA");
   if (cma != "auto" && cma != "on" && cma != "off")
     return invalidArgument("COLLIE_SHM_CMA=" + cma + " is not auto, on or off");

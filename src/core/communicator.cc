@@ -33,6 +33,7 @@ Status CommImpl::init(BootstrapInfo info) {
   COLLIE_RETURN_IF_ERROR(connect(info).withContext(where));
   COLLIE_RETURN_IF_ERROR(setUpWaits().withContext(where));
   COLLIE_RETURN_IF_ERROR(setUpTuning().withContext(where));
+  COLLIE_RETURN_IF_ERROR(prepareAlgorithms().withContext(where));
   return startProgress().withContext(where);
 }
 
@@ -117,6 +118,18 @@ Status CommImpl::setUpTuning() {
   };
   auto agree = [this](double* v, size_t n, const char* op) { return agreeOnMax(v, n, op); };
   return agreeOnLinks(s, measure, agree, &link_, &localLink_);
+}
+
+Status CommImpl::prepareAlgorithms() {
+  // What the algorithms set up together (shm_single_copy's probe and vote): every rank here,
+  // before any call.
+  AlgoContext setUp = context(CollArgs());
+  for (auto& algo : algos_) {
+    const std::string phase = std::string("the set-up of ") + algo->name();
+    setUp.opName = phase.c_str();
+    COLLIE_RETURN_IF_ERROR(algo->prepare(setUp));
+  }
+  return Status::ok();
 }
 
 Status CommImpl::startProgress() {

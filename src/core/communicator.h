@@ -60,6 +60,7 @@ class CommImpl {
   Status connect(const BootstrapInfo& info);
   Status setUpWaits();
   Status setUpTuning();
+  Status prepareAlgorithms();
   Status startProgress();
 
   Status execute(const CollArgs& args, DeviceOp* device = nullptr);  // caller holds execMu_

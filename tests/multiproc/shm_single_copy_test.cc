@@ -1,8 +1,8 @@
-// The single-copy AllReduce of shm_direct (ranks read and write each other's buffers through
-// cross-memory attach): every dtype x op x placement x count against the reference with the
-// threshold lowered so that every count takes it, for 2..5 ranks; and the vote: where one rank
-// may not reach its peers' memory (a seccomp filter, as container runtimes install), every rank
-// stages instead, and the results are still right.
+// The single-copy AllReduce, shm_single_copy (ranks read and write each other's buffers through
+// cross-memory attach): every dtype x op x placement x count against the reference with
+// COLLIE_SHM_CMA=on from 1 byte, so that the tuner takes it at every count, for 2..5 ranks; and
+// the vote at init: where one rank may not reach its peers' memory (a seccomp filter, as
+// container runtimes install), no rank takes it, and the results are still right.
 #include <gtest/gtest.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -38,9 +38,10 @@ bool denyCrossMemoryAttach() {
          prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
 }
 
+// want: the algorithm the last AllReduce ran (nullptr: either).
 void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts, bool allTypes,
-              CasePlacement placement = CasePlacement::kSame) {
-  // The INFO line tells which path the vote chose.
+              const char* want, CasePlacement placement = CasePlacement::kSame) {
+  // The INFO line tells what the vote at init agreed.
   collieComm_t comm = nullptr;
   if (collieCommInitFromEnv(&comm) != collieSuccess) {
     rep.fail(std::string("init: ") + collieGetLastError(nullptr));
@@ -49,19 +50,24 @@ void runCases(int rank, int n, Reporter& rep, const std::vector<size_t>& counts,
   if (!runAllReduceCases(comm, rank, n, counts,
                          allTypes ? CaseTypes::kAll : CaseTypes::kFloat32SumOnly, rep, placement))
     return;
+  const char* ran = "";
+  collieCommLastAlgorithm(comm, &ran);
+  if (want != nullptr && std::string(ran) != want)
+    rep.fail(std::string("ran ") + ran + ", not " + want);
   if (collieCommDestroy(comm) != collieSuccess) rep.fail("destroy failed");
 }
 
 WorldOptions singleCopyEverywhere() {
   WorldOptions opt;
   opt.timeoutSec = 240;
-  // From 1 byte, also with more ranks than cores, and no one-shot path below it.
-  opt.env = {{"COLLIE_TIMEOUT_MS", "60000"},    {"COLLIE_TRANSPORT", "shm"},
-             {"COLLIE_SHM_CMA", "on"},          {"COLLIE_SHM_CMA_BYTES", "1"},
-             {"COLLIE_SHM_ONESHOT_BYTES", "0"}, {"COLLIE_DEBUG", "INFO"},
+  // From 1 byte, also with more ranks than cores; the model's pick, without the tuner's trials.
+  opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", "shm"},  {"COLLIE_SHM_CMA", "on"},
+             {"COLLIE_SHM_CMA_BYTES", "1"},  {"COLLIE_TUNER_TRIALS", "0"}, {"COLLIE_DEBUG", "INFO"},
              {"COLLIE_DEBUG_SUBSYS", "COLL"}};
   return opt;
 }
+
+constexpr char kSingle[] = "shm_single_copy";
 
 bool said(const RankOutcome& o, const char* text) {
   return o.output.find(text) != std::string::npos;
@@ -75,8 +81,9 @@ TEST_P(ShmSingleCopy, EveryDtypeOpCountPlacementMatchesReference) {
   // 256 KiB chunks, the others are whole.
   const std::vector<size_t> counts = {
       1, 7, static_cast<size_t>(n - 1), 1000, (1u << 18) + 3, static_cast<size_t>(n) * 65536 + 1};
-  auto out = runWorld(n, singleCopyEverywhere(),
-                      [&](int rank, Reporter& rep) { runCases(rank, n, rep, counts, true); });
+  auto out = runWorld(n, singleCopyEverywhere(), [&](int rank, Reporter& rep) {
+    runCases(rank, n, rep, counts, true, kSingle);
+  });
   expectAllPassed(out);
   ASSERT_EQ(static_cast<int>(out.size()), n);
   for (const RankOutcome& o : out)
@@ -92,7 +99,7 @@ TEST_P(ShmSingleCopy, RanksInPlaceBesideRanksOutOfPlace) {
   const int n = GetParam();
   const std::vector<size_t> counts = {7, 1000, static_cast<size_t>(n) * 65536 + 1};
   auto out = runWorld(n, singleCopyEverywhere(), [&](int rank, Reporter& rep) {
-    runCases(rank, n, rep, counts, true, CasePlacement::kMixed);
+    runCases(rank, n, rep, counts, true, kSingle, CasePlacement::kMixed);
   });
   expectAllPassed(out);
   ASSERT_EQ(static_cast<int>(out.size()), n);
@@ -111,7 +118,7 @@ TEST(ShmSingleCopyVote, OneRankThatCannotReachItsPeersMakesEveryRankStage) {
       rep.fail(std::string("seccomp: ") + std::strerror(errno));
       return;
     }
-    runCases(rank, n, rep, counts, false);
+    runCases(rank, n, rep, counts, false, "shm_direct");
   });
   expectAllPassed(out);
   ASSERT_EQ(static_cast<int>(out.size()), n);
@@ -119,8 +126,8 @@ TEST(ShmSingleCopyVote, OneRankThatCannotReachItsPeersMakesEveryRankStage) {
     EXPECT_TRUE(said(o, "single-copy AllReduce from 1 bytes off")) << o.output;
 }
 
-// auto: every rank times the kernel's cross-process copy against memcpy and votes; all take
-// the same path, whichever this machine makes it, and the results are right.
+// auto: every rank times the kernel's cross-process copy against memcpy and votes; all agree,
+// whatever this machine makes it, and the results are right.
 TEST(ShmSingleCopyVote, AutoTimesTheKernelCopyAndEveryRankTakesTheSamePath) {
   const int n = 2;
   if (sysconf(_SC_NPROCESSORS_ONLN) < n)
@@ -130,7 +137,7 @@ TEST(ShmSingleCopyVote, AutoTimesTheKernelCopyAndEveryRankTakesTheSamePath) {
     if (kv.first == "COLLIE_SHM_CMA") kv.second = "auto";
   const std::vector<size_t> counts = {1000, (1u << 18) + 3};
   auto out = runWorld(n, opt, [&](int rank, Reporter& rep) {
-    runCases(rank, n, rep, counts, false, CasePlacement::kMixed);
+    runCases(rank, n, rep, counts, false, nullptr, CasePlacement::kMixed);
   });
   expectAllPassed(out);
   ASSERT_EQ(static_cast<int>(out.size()), n);
@@ -145,8 +152,21 @@ TEST(ShmSingleCopyVote, AutoTimesTheKernelCopyAndEveryRankTakesTheSamePath) {
   }
 }
 
-// Refused at init, before any call (it was at the first large AllReduce, which then failed the
-// communicator).
+// Forced by name (COLLIE_ALGO), it runs calls under COLLIE_SHM_CMA_BYTES too, which the tuner
+// leaves to shm_direct.
+TEST(ShmSingleCopyVote, ForcedByNameItRunsSmallCallsToo) {
+  WorldOptions opt = singleCopyEverywhere();
+  for (auto& kv : opt.env)
+    if (kv.first == "COLLIE_SHM_CMA_BYTES") kv.second = "64K";
+  opt.env.push_back({"COLLIE_ALGO", kSingle});
+  const std::vector<size_t> counts = {7, 1000};
+  auto out = runWorld(2, opt, [&](int rank, Reporter& rep) {
+    runCases(rank, 2, rep, counts, false, kSingle, CasePlacement::kMixed);
+  });
+  expectAllPassed(out);
+}
+
+// Refused at init, before any call.
 TEST(ShmSingleCopyVote, AnUnknownModeIsAnInvalidArgumentAtInit) {
   WorldOptions opt = singleCopyEverywhere();
   opt.env.push_back({"COLLIE_SHM_CMA", "sometimes"});

@@ -88,6 +88,17 @@ TEST(Tuner, HostsWithSeveralRanksTakeHierarchicalForLargeMessages) {
   EXPECT_STRNE(large->name(), "hierarchical");
 }
 
+// Staging slots in this process, as shared memory offers them.
+class LocalSlots : public ShmSlots {
+ public:
+  char* slot(int, uint64_t event) override { return buf_ + (event % kSlots) * kSlotBytes; }
+  size_t slotBytes() const override { return kSlotBytes; }
+
+ private:
+  static constexpr size_t kSlotBytes = 16 << 10;
+  alignas(64) char buf_[kSlots * kSlotBytes];
+};
+
 // A peer reached through shared memory, as far as the tuner looks.
 class MappedPeer : public Connection {
  public:
@@ -97,23 +108,35 @@ class MappedPeer : public Connection {
   Status progress(bool*) override { return Status::ok(); }
   void appendPollFds(std::vector<struct pollfd>*) const override {}
   void sendAbort(const Status&) override {}
-  void* peerBuffer() override { return buf_; }
-  void* localBuffer() override { return buf_; }
-  size_t peerBufferBytes() const override { return sizeof(buf_); }
   bool hasPending() const override { return false; }
+  ShmSlots* shmSlots() override { return &slots_; }
 
  private:
-  char buf_[1 << 16];
+  LocalSlots slots_;
 };
 
-TEST(Tuner, OneHostOverSharedMemoryTakesShmDirectAtEverySize) {
-  auto algos = buildAlgorithms();
+// Rank 0 of two on one host, its peer reached through shared memory.
+struct OneHostPair {
+  OneHostPair() {
+    ctx.conns = conns;
+    ctx.nranks = 2;
+    ctx.link = linkModelFor(TransportLinks(), false, false);
+  }
   MappedPeer peer;
   Connection* conns[2] = {nullptr, &peer};
   AlgoContext ctx;
-  ctx.conns = conns;
-  ctx.nranks = 2;
-  ctx.link = linkModelFor(TransportLinks(), false, false);
+};
+
+Algorithm* named(const std::vector<std::unique_ptr<Algorithm>>& algos, const std::string& name) {
+  for (auto& a : algos)
+    if (a->name() == name) return a.get();
+  return nullptr;
+}
+
+TEST(Tuner, OneHostOverSharedMemoryTakesShmDirectAtEverySize) {
+  auto algos = buildAlgorithms();
+  OneHostPair pair;
+  const AlgoContext& ctx = pair.ctx;
   for (size_t count : {size_t{2}, size_t{1} << 18, size_t{1} << 24, size_t{1} << 26}) {
     for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kBroadcast}) {
       Algorithm* got = nullptr;
@@ -125,6 +148,25 @@ TEST(Tuner, OneHostOverSharedMemoryTakesShmDirectAtEverySize) {
   Algorithm* got = nullptr;
   ASSERT_TRUE(pickAlgorithm(algos, nullptr, call(Collective::kBarrier, 0), ctx, &got).isOk());
   EXPECT_STREQ(got->name(), "shm_direct");
+}
+
+// The single copy runs only where its set-up at init agreed on it (never here, where none ran),
+// and the model keeps calls under COLLIE_SHM_CMA_BYTES on shm_direct's paths. Above it, with a
+// kernel copy as fast as memcpy, one copy each way beats staging's two.
+TEST(Tuner, SingleCopyNeedsItsSetUpAndLargeCalls) {
+  auto algos = buildAlgorithms();
+  Algorithm* single = named(algos, "shm_single_copy");
+  Algorithm* direct = named(algos, "shm_direct");
+  ASSERT_NE(single, nullptr);
+  ASSERT_NE(direct, nullptr);
+  OneHostPair pair;
+  const AlgoContext& ctx = pair.ctx;
+  EXPECT_FALSE(single->usable(ctx, call(Collective::kAllReduce, 1 << 24)));
+  EXPECT_FALSE(single->supports(Collective::kAllGather, MemoryKind::kHost));
+  const CollArgs small = call(Collective::kAllReduce, 1024),
+                 large = call(Collective::kAllReduce, 1 << 24);
+  EXPECT_GT(single->costUs(small, 2, ctx.link), direct->costUs(small, 2, ctx.link));
+  EXPECT_LT(single->costUs(large, 2, ctx.link), direct->costUs(large, 2, ctx.link));
 }
 
 TEST(Tuner, ForcedAlgorithmWinsOrFailsClearlyButNotForBarriers) {

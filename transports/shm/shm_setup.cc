@@ -43,7 +43,7 @@ StatusOr<std::unique_ptr<Connection>> ShmTransport::connect(int peer,
                            " is not a local peer of this segment");
   const size_t i = static_cast<size_t>(it - local_.begin());
   COLLIE_RETURN_IF_ERROR(mapPeer(i, peerBytes));
-  return connectionTo(i);
+  return connectionTo(i, nullptr);
 }
 
 Status ShmTransport::connectGroup(ConnectStep* step, ConnectionTable* conns) {

@@ -20,6 +20,9 @@
 #include "src/base/log.h"
 #include "src/base/time.h"
 #include "transports/shm/alive_mark.h"
+#include "transports/shm/shm_cma.h"
+#include "transports/shm/shm_connection.h"
+#include "transports/shm/shm_slots.h"
 
 namespace collie {
 
@@ -477,20 +480,25 @@ bool ShmTransport::holdAlive(int64_t timeoutMs) { return own_->header()->alive.h
 void ShmTransport::releaseAlive() { own_->header()->alive.release(); }
 
 void ShmTransport::makeConnections(ConnectionTable* conns) {
+  std::vector<char*> staging(local_.size());
   for (size_t i = 0; i < local_.size(); ++i)
-    if (static_cast<int>(i) != localIndex_) (*conns)[local_[i]] = connectionTo(i);
+    staging[i] = static_cast<int>(i) == localIndex_ ? own_->staging() : peers_[i]->staging();
+  const std::shared_ptr<ShmSlots> slots = makeShmSlots(local_, staging, opt_.stagingBytes);
+  for (size_t i = 0; i < local_.size(); ++i)
+    if (static_cast<int>(i) != localIndex_) (*conns)[local_[i]] = connectionTo(i, slots);
 }
 
-std::unique_ptr<Connection> ShmTransport::connectionTo(size_t i) {
+std::unique_ptr<Connection> ShmTransport::connectionTo(size_t i, std::shared_ptr<ShmSlots> slots) {
+  const int pid = watchablePid(*own_->header(), *peers_[i]->header());
   std::vector<std::unique_ptr<ByteStream>> streams;
-  streams.emplace_back(new ShmStream(
-      own_.get(), peers_[i].get(), static_cast<uint32_t>(localIndex_), static_cast<uint32_t>(i),
-      opt_, watchablePid(*own_->header(), *peers_[i]->header()), &peers_[i]->header()->alive));
+  streams.emplace_back(new ShmStream(own_.get(), peers_[i].get(),
+                                     static_cast<uint32_t>(localIndex_), static_cast<uint32_t>(i),
+                                     opt_, pid, &peers_[i]->header()->alive));
   StreamOptions so;
   so.stripeBytes = SIZE_MAX;  // one stream: never striped
-  return std::unique_ptr<Connection>(new StreamConnection(local_[i], commId_, std::move(streams),
-                                                          so, peers_[i]->staging(),
-                                                          own_->staging(), opt_.stagingBytes));
+  return std::unique_ptr<Connection>(new ShmConnection(
+      local_[i], commId_, std::move(streams), so, peers_[i]->staging(), own_->staging(),
+      opt_.stagingBytes, std::move(slots), makeCmaPeerMemory(local_[i], pid)));
 }
 
 }  // namespace collie

@@ -89,7 +89,9 @@ class ShmTransport : public Transport {
   Status makeSegment(const ShmOptions& opt);
   void dropSegment();  // unmaps the peers' segments, unlinks and unmaps this rank's
   Status mapPeer(size_t i, const std::string& name);
-  std::unique_ptr<Connection> connectionTo(size_t i);
+  // The connection to local peer i; slots: every local rank's, shared by all the connections
+  // of this rank (null for a connection made alone, which then offers none).
+  std::unique_ptr<Connection> connectionTo(size_t i, std::shared_ptr<ShmSlots> slots);
   // The group step's rounds (shm_setup.cc).
   Status sizeSegments(ConnectStep* step, std::vector<std::string>* names);
   bool refused(ConnectStep* step, const std::vector<std::string>& values, Status* result);

@@ -1,5 +1,5 @@
 // Cross-memory attach helpers (see shm_cma.h).
-#include "algorithms/shm_cma.h"
+#include "transports/shm/shm_cma.h"
 
 #include <sys/uio.h>
 
@@ -25,8 +25,7 @@ Status transfer(Transfer fn, pid_t pid, char* local, char* remote, size_t bytes,
       std::string m = what + ": single-copy access to peer rank " + std::to_string(peer) +
                       " (pid " + std::to_string(pid) + ") failed: " + std::strerror(err);
       // ESRCH: the peer process is gone.
-      return err == ESRCH ? remoteError(m)
-                          : systemError(m + " (COLLIE_SHM_CMA_BYTES=0 turns it off)");
+      return err == ESRCH ? remoteError(m) : systemError(m + " (COLLIE_SHM_CMA=off turns it off)");
     }
     local += got;
     remote += got;
@@ -56,6 +55,32 @@ bool cmaProbe(pid_t pid, const void* remote, const void* expected, size_t bytes)
   struct iovec l = {got, bytes}, r = {const_cast<void*>(remote), bytes};
   if (process_vm_readv(pid, &l, 1, &r, 1, 0) != static_cast<ssize_t>(bytes)) return false;
   return std::memcmp(got, expected, bytes) == 0;
+}
+
+namespace {
+
+class CmaPeerMemory : public PeerMemory {
+ public:
+  CmaPeerMemory(int peer, pid_t pid) : peer_(peer), pid_(pid) {}
+  bool reachable(const void* remote, const void* expected, size_t bytes) override {
+    return cmaProbe(pid_, remote, expected, bytes);
+  }
+  Status read(const void* remote, void* local, size_t bytes, const char* what) override {
+    return cmaRead(pid_, remote, local, bytes, peer_, what);
+  }
+  Status write(void* remote, const void* local, size_t bytes, const char* what) override {
+    return cmaWrite(pid_, remote, local, bytes, peer_, what);
+  }
+
+ private:
+  int peer_;
+  pid_t pid_;
+};
+
+}  // namespace
+
+std::unique_ptr<PeerMemory> makeCmaPeerMemory(int peer, pid_t pid) {
+  return std::make_unique<CmaPeerMemory>(peer, pid);
 }
 
 }  // namespace collie

@@ -8,9 +8,11 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "src/base/status.h"
+#include "transports/transport.h"
 
 namespace collie {
 
@@ -25,5 +27,9 @@ Status cmaWrite(pid_t pid, void* remote, const void* local, size_t bytes, int pe
 // reads bytes (at most 64) from remote and compares them with expected, so that a pid that
 // names another process (another pid namespace) is not mistaken for the peer.
 bool cmaProbe(pid_t pid, const void* remote, const void* expected, size_t bytes);
+
+// Peer rank peer's memory through cross-memory attach; pid 0 (a peer in another PID namespace,
+// whose pid means nothing here) reaches nothing.
+std::unique_ptr<PeerMemory> makeCmaPeerMemory(int peer, pid_t pid);
 
 }  // namespace collie
