@@ -147,7 +147,9 @@ TEST(Registry, PeersAGroupStepGivesUpTakeTheirNextTransport) {
     EXPECT_EQ(first[r].fallbacks, std::vector<std::string>{"tcp"});
     EXPECT_EQ(first[r].peers.size(), 2u);
     for (int p = 0; p < n; ++p)
-      if (p != r) EXPECT_STREQ(meshes[r]->via(p), "tcp") << r << " -> " << p;
+      if (p != r) {
+        EXPECT_STREQ(meshes[r]->via(p), "tcp") << r << " -> " << p;
+      }
     EXPECT_TRUE(meshes[r]->uses("tcp"));
     EXPECT_FALSE(meshes[r]->uses("gives_up"));
   }

@@ -14,20 +14,34 @@ namespace {
 constexpr int kShrinks = 3;
 
 // What a local rank publishes in a round when it cannot go on: '!' and why for a failure of the
-// system (the others fall back with it), '?' and why for a misuse (they fail too).
-std::string refusal(const Status& s) {
-  return (s.code() == collieInvalidUsage ? "?" : "!") + s.message();
+// system (the others fall back with it), '#' and why for want of room in /dev/shm (a failure
+// of the system that smaller segments may mend), '?' and why for a misuse (they fail too).
+std::string refusal(const Status& s, bool full = false) {
+  return (s.code() == collieInvalidUsage ? "?" : full ? "#" : "!") + s.message();
 }
 
-bool noRoom(const std::string& v) {
-  return v.size() > 1 && v[0] == '!' && v.compare(1, strlen(kShmNoRoom), kShmNoRoom) == 0;
-}
+bool noRoom(const std::string& v) { return !v.empty() && v[0] == '#'; }
 
 bool allSay(const std::vector<std::string>& v, const char* what) {
   return std::all_of(v.begin(), v.end(), [&](const std::string& s) { return s == what; });
 }
 
 }  // namespace
+
+StatusOr<std::unique_ptr<ShmTransport>> ShmTransport::create(uint64_t commId, int rank,
+                                                             std::vector<int> localRanks,
+                                                             const ShmOptions& opt) {
+  std::unique_ptr<ShmTransport> t(new ShmTransport(commId, rank, opt, false));
+  t->setLocal(std::move(localRanks));
+  COLLIE_RETURN_IF_ERROR(t->makeSegment(opt));
+  return t;
+}
+
+void ShmTransport::setLocal(std::vector<int> localRanks) {
+  local_ = std::move(localRanks);
+  for (size_t i = 0; i < local_.size(); ++i)
+    if (local_[i] == rank_) localIndex_ = static_cast<int>(i);
+}
 
 Status ShmTransport::mapPeers(const std::vector<std::string>& names) {
   for (size_t i = 0; i < local_.size(); ++i)
@@ -81,8 +95,9 @@ Status ShmTransport::sizeSegments(ConnectStep* step, std::vector<std::string>* n
     so.stagingBytes >>= shrink;
     const Status made = makeSegment(so);
     const std::string round = "/" + std::to_string(shrink);
-    COLLIE_RETURN_IF_ERROR(step->exchange->exchange(
-        "shm" + round, made.isOk() ? name_ : refusal(made), local_, step->deadline, names));
+    COLLIE_RETURN_IF_ERROR(step->exchange->exchange("shm" + round,
+                                                    made.isOk() ? name_ : refusal(made, noRoom_),
+                                                    local_, step->deadline, names));
     if (shrink >= kShrinks || std::none_of(names->begin(), names->end(), noRoom))
       return Status::ok();
     // Smaller only where no local rank chose its own sizes: each decides from what all say,
@@ -101,7 +116,7 @@ bool ShmTransport::refused(ConnectStep* step, const std::vector<std::string>& va
                            Status* result) {
   // A misuse first: then every rank fails alike, whatever failed elsewhere.
   size_t i = 0;
-  for (char kind : {'?', '!'}) {
+  for (char kind : {'?', '!', '#'}) {
     for (i = 0; i < values.size() && (values[i].empty() || values[i][0] != kind);) ++i;
     if (i < values.size()) break;
   }

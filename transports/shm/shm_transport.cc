@@ -116,8 +116,10 @@ class ShmSegment {
   // create: makes the segment, one of nlocal alike, and takes its pages. The header, the
   // control blocks, the rings' heads and the staging go into this process's page tables now, the
   // rest of a ring when it is first used (populateRing).
+  // *full, where given, tells a failure for want of room in /dev/shm.
   static StatusOr<std::unique_ptr<ShmSegment>> map(const std::string& name, bool create,
-                                                   uint32_t nlocal, const ShmOptions& o) {
+                                                   uint32_t nlocal, const ShmOptions& o,
+                                                   bool* full = nullptr) {
     const size_t size = sizeFor(nlocal, o);
     int fd = shm_open(name.c_str(), create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
     if (fd < 0 && !create && errno == ENOENT)
@@ -137,6 +139,7 @@ class ShmSegment {
       // and mmap succeed and kill the first process that touches a page it lacks (SIGBUS).
       int e = ftruncate(fd, static_cast<off_t>(size)) != 0 ? errno : 0;
       if (e == 0) e = posix_fallocate(fd, 0, static_cast<off_t>(size));
+      if (e == ENOSPC && full != nullptr) *full = true;
       if (e == ENOSPC) return fail(noRoom(size, nlocal));
       if (e != 0) return fail(errnoStatus("allocating shm segment " + name, e));
     }
@@ -402,21 +405,6 @@ ShmTransport::ShmTransport(uint64_t commId, int rank, const ShmOptions& opt, boo
 
 ShmTransport::~ShmTransport() { unlinkOwn(); }
 
-StatusOr<std::unique_ptr<ShmTransport>> ShmTransport::create(uint64_t commId, int rank,
-                                                             std::vector<int> localRanks,
-                                                             const ShmOptions& opt) {
-  std::unique_ptr<ShmTransport> t(new ShmTransport(commId, rank, opt, false));
-  t->setLocal(std::move(localRanks));
-  COLLIE_RETURN_IF_ERROR(t->makeSegment(opt));
-  return t;
-}
-
-void ShmTransport::setLocal(std::vector<int> localRanks) {
-  local_ = std::move(localRanks);
-  for (size_t i = 0; i < local_.size(); ++i)
-    if (local_[i] == rank_) localIndex_ = static_cast<int>(i);
-}
-
 Status ShmTransport::makeSegment(const ShmOptions& opt) {
   opt_ = opt;
   opt_.ringBytes = roundUp(opt.ringBytes, 4096);
@@ -424,8 +412,9 @@ Status ShmTransport::makeSegment(const ShmOptions& opt) {
   snprintf(name, sizeof(name), "/%s%016" PRIx64 "-%d-%d", kShmPrefix, commId_, rank_,
            static_cast<int>(getpid()));
   name_ = name;
+  noRoom_ = false;
   COLLIE_ASSIGN_OR_RETURN(
-      own_, ShmSegment::map(name_, true, static_cast<uint32_t>(local_.size()), opt_));
+      own_, ShmSegment::map(name_, true, static_cast<uint32_t>(local_.size()), opt_, &noRoom_));
   linked_ = true;
   SegHeader* h = own_->header();
   h->pid = getpid();

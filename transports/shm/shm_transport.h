@@ -1,7 +1,7 @@
 // Shared-memory transport for ranks of one host: each rank owns one POSIX shm segment holding
 // an inbound single-producer/single-consumer byte ring per local peer, a doorbell word (a
 // futex) its peers ring after writing, and a staging buffer the peers map and read from
-// directly (peerBuffer). Segments are unlinked as soon as every local rank has mapped them, so
+// directly (ShmSlots). Segments are unlinked as soon as every local rank has mapped them, so
 // a crash leaves nothing behind in /dev/shm.
 #pragma once
 
@@ -103,6 +103,7 @@ class ShmTransport : public Transport {
   ShmOptions want_;  // as asked
   ShmOptions opt_;   // as made
   bool shrinkable_ = false;
+  bool noRoom_ = false;  // the last makeSegment failed for want of room in /dev/shm
   bool aliveHeld_ = false;
   std::string name_;
   bool linked_ = false;

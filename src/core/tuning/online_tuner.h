@@ -75,33 +75,22 @@ class OnlineTuner {
   OnlineTuner(int trials, size_t maxShapes, int runCalls = 0)
       : trials_(trials), maxShapes_(maxShapes), runCalls_(runCalls) {}
   static constexpr int kMaxRounds = 8;
-  // Measured on 8 netns hosts (8 ranks on 2 cores, 1 Gbit/s): 20 ms afforded 3 rounds to calls
-  // of about 1 ms, whose medians in one of two sweeps picked tree over recursive doubling at
-  // 512 B, 2x slower; with 8 rounds two sweeps picked recursive doubling at every size up to
-  // 32 KiB.
+  // Rounds short calls may take: enough rounds that a disturbed call does not decide the median.
   static constexpr double kRoundsBudgetUs = 100000;
   // Up to kRunCandidates run in a row, in blocks of up to kMaxBlockCalls calls, at least
   // kMinRunBlocks per candidate: as many as fit in kRunBudgetUs per candidate at the slowest of
   // their trial medians, up to runCalls calls in all. The first warmCalls() of a block are not
-  // timed (the switch from the other algorithm: on one host, 2 ranks, 32 KiB, blocks of 10 with
-  // 2 not timed had recursive doubling at 5-7 us, called 50 times in a row it takes 4-5). A shape
-  // whose calls are too long for kMinRunBlocks blocks of kMinBlockCalls skips the runs: a call that
-  // long hardly overlaps the next, and a block of fewer calls times two or three, whose mean one
-  // stalled call decides (8 netns hosts, 2 MiB: in blocks of 4, two timed, ring's mean was 42.6 ms
-  // and rhd's 32.4, and took rhd; collie-perf then timed ring at 30.7 ms and rhd at 34.7, as the
-  // trials' medians had it, 34.4 and 37.8). Measured on one host, 2 ranks, 64 KiB: shm_direct
-  // took 7.5 us in its turns and 12 us called back to back, ring 7.6 and 7.4. On 8 netns hosts at
-  // 512 KiB rhd took 8 ms in its turns and a median 8 ms in a row too, but a mean of 13-26 ms: some
-  // calls stall.
+  // timed: they pay the switch from the other algorithm. A shape whose calls are too long for
+  // kMinRunBlocks blocks of kMinBlockCalls skips the runs: such calls hardly overlap, and a
+  // block of a few calls lets one stalled call decide its mean.
   static constexpr int kRunCandidates = 3;
   static constexpr int kMinRunBlocks = 2;
   static constexpr int kMaxBlockCalls = 25;
   static constexpr double kRunBudgetUs = 400000;
   static constexpr int kMinBlockCalls = 6;
   static constexpr int kRunWarmCalls = 2;
-  // Means of the runs this close to the lowest are a tie, which the trials' medians break (8
-  // netns hosts, 512 KiB: tree 10.5 ms and ring 10.9 in a row, 10.4 and 8.4 in the trials;
-  // collie-perf then measured tree at 12.9 ms and ring at 9.1).
+  // Means of the runs this close to the lowest are a tie, which the trials' medians break:
+  // a mean of a few blocks is noisier than a median.
   static constexpr double kRunTie = 1.05;
   // The calls of a block of blockCalls that are not timed: a quarter, at least kRunWarmCalls.
   static int warmCalls(int blockCalls) { return std::max(kRunWarmCalls, blockCalls / 4); }
@@ -159,10 +148,8 @@ class OnlineTuner {
   int roundsFor(size_t n, double bestUs) const;
   // The candidate of the runs that makes the next call: rounds of one block of each, every
   // other round with all but the first in reverse (a b c, a c b): in two rounds every
-  // candidate follows every other once, so that no candidate always follows the same one (on 8
-  // netns hosts a candidate whose calls stall left the network congested for the block after it:
-  // ring, always after rhd, measured 11.9 ms at 512 KiB in the blocks and 9.2 ms in a run of its
-  // own).
+  // candidate follows every other once: a candidate whose calls stall may leave the network
+  // congested for the block after it, which must not always be the same one's.
   static size_t runIndex(const Trial& t);
 
   int trials_;
