@@ -83,11 +83,16 @@ class ShmSlots {
  public:
   // Event e uses slot e % kSlots (algorithms/shm_flags.h says why three).
   static constexpr size_t kSlots = 3;
-  virtual ~ShmSlots() = default;
-  // The slot of event in rank's staging buffer (this rank's or a peer's on this host): aligned
-  // to a cache line, slotBytes() long.
-  virtual char* slot(int rank, uint64_t event) = 0;
-  virtual size_t slotBytes() const = 0;
+  // byRank[r]: rank r's staging buffer as mapped here (null off this host); slotBytes a whole
+  // number of cache lines. The buffers must outlive the slots.
+  ShmSlots(std::vector<char*> byRank, size_t slotBytes)
+      : byRank_(std::move(byRank)), slotBytes_(slotBytes) {}
+  // The slot of event in rank's staging buffer: aligned to a cache line, slotBytes() long.
+  // Inline: the smallest calls look slots up several times each.
+  char* slot(int rank, uint64_t event) const {
+    return byRank_[static_cast<size_t>(rank)] + (event % kSlots) * slotBytes_;
+  }
+  size_t slotBytes() const { return slotBytes_; }
   // Takes the next n events; returns the first.
   uint64_t takeEvents(uint64_t n) {
     const uint64_t first = events_;
@@ -96,6 +101,8 @@ class ShmSlots {
   }
 
  private:
+  std::vector<char*> byRank_;
+  size_t slotBytes_;
   uint64_t events_ = 0;
 };
 

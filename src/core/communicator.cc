@@ -7,9 +7,9 @@
 #include "src/base/log.h"
 #include "src/core/bootstrap/host_id.h"
 #include "src/core/bootstrap/store_exchange.h"
+#include "src/core/tuning/agreement.h"
 #include "src/core/tuning/link_probe.h"
 #include "src/core/tuning/tuner.h"
-#include "src/core/tuning/agreement.h"
 
 namespace collie {
 
@@ -196,10 +196,12 @@ AlgoContext CommImpl::context(const CollArgs& args) {
 }
 
 Status CommImpl::execute(const CollArgs& args, DeviceOp* device) {
+  if (args.memory == MemoryKind::kHost) {
+    if (failure_->failed()) return failure_->failedError();
+    return executeHost(args);
+  }
   const Status failed = failure_->failed() ? failure_->failedError() : Status::ok();
-  if (args.memory != MemoryKind::kHost) return device_->execute(args, device, failed, &aborting_);
-  if (!failed.isOk()) return failed;
-  return executeHost(args);
+  return device_->execute(args, device, failed, &aborting_);
 }
 
 Status CommImpl::executeHost(const CollArgs& args) {

@@ -88,11 +88,10 @@ TEST(Tuner, HostsWithSeveralRanksTakeHierarchicalForLargeMessages) {
   EXPECT_STRNE(large->name(), "hierarchical");
 }
 
-// Staging slots in this process, as shared memory offers them.
+// Staging slots in this process, as shared memory offers them: both ranks' in one buffer.
 class LocalSlots : public ShmSlots {
  public:
-  char* slot(int, uint64_t event) override { return buf_ + (event % kSlots) * kSlotBytes; }
-  size_t slotBytes() const override { return kSlotBytes; }
+  LocalSlots() : ShmSlots({buf_, buf_}, kSlotBytes) {}
 
  private:
   static constexpr size_t kSlotBytes = 16 << 10;
