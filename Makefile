@@ -8,14 +8,15 @@ RANKS      ?= 4
 CMAKE_ARGS ?=
 
 BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libucx-dev
+# The install tests build the examples with pkg-config and make .debs (dpkg-shlibdeps, file).
 # The netns tests make hosts of network namespaces with ip, tc, nft and sysctl; the perf tests read
 # collie-perf's JSON and run perf/compare with python3.
-TEST_PACKAGES = iproute2 nftables procps python3
+TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file
 
 BENCH_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox python3
 BENCH_ARGS ?=
 
-.PHONY: all deps build run demo bench bench-micro test test-unit test-multiproc test-sanitize clean
+.PHONY: all deps build deb run demo bench bench-micro test test-unit test-multiproc test-sanitize clean
 
 all: build
 
@@ -25,6 +26,12 @@ deps:
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The Debian packages libcollie0, libcollie-dev and collie-tools, from the Release build, into
+# $(BUILD)/deb/.
+deb: build
+	@bash tools/install_deps.sh dpkg-dev file
+	cd $(BUILD) && cpack -G DEB
 
 # The main job: the bus-bandwidth table of a 4-rank AllReduce, 8 B to 64 MiB, checked.
 run: build

@@ -1,6 +1,6 @@
-# Install rules, the CMake package (collie::collie) and collie.pc, in three components:
-# runtime (the shared library), dev (headers, static library, CMake and pkg-config files)
-# and tools (collie-run, collie-perf, ...).
+# Install rules, the CMake package (collie::collie), collie.pc and the Debian packages.
+# Three components, one .deb each: runtime (the shared library), dev (headers, static
+# library, CMake and pkg-config files) and tools (collie-run, collie-perf, ...).
 include(CMakePackageConfigHelpers)
 
 set(COLLIE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/collie)
@@ -52,3 +52,8 @@ if(COLLIE_HAVE_CUDA)
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/collie.pc.in ${PROJECT_BINARY_DIR}/collie.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/collie.pc DESTINATION ${COLLIE_PKGCONFIG_DIR} COMPONENT dev)
+
+# Packages only from Collie's own tree: CPack's settings are global to the top-level project.
+if(PROJECT_IS_TOP_LEVEL)
+  include(${CMAKE_CURRENT_LIST_DIR}/deb.cmake)
+endif()

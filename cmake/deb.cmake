@@ -1,0 +1,44 @@
+# Debian packages (make deb): libcollieN (the shared library), libcollie-dev and collie-tools,
+# written to build/deb/. Run `cpack` in the build tree after building it.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME collie)
+set(CPACK_PACKAGE_VENDOR collie)
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "collective communication library")
+set(COLLIE_DEB_MAINTAINER "Collie maintainers <collie@localhost>"
+    CACHE STRING "Maintainer field of the Debian packages")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${COLLIE_DEB_MAINTAINER}")
+set(CPACK_OUTPUT_FILE_PREFIX deb)  # relative: deb/ under the folder cpack runs in
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL runtime dev tools)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+
+# Dependencies: the system libraries by dpkg-shlibdeps, which finds libcollie in the build tree
+# (a private library to it); the packages of this build by the component dependencies.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_LIBRARY_OUTPUT_DIRECTORY})
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
+set(CPACK_COMPONENT_DEV_DEPENDS runtime)
+set(CPACK_COMPONENT_TOOLS_DEPENDS runtime)
+
+# The runtime package is named for the SONAME, so that two ABIs can be installed side by side.
+get_target_property(COLLIE_SOVERSION collie SOVERSION)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libcollie${COLLIE_SOVERSION})
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
+set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
+    "collective communication library (AllReduce and more over shm, TCP and UCX)")
+if(COLLIE_HAVE_CUDA)
+  # The CUDA runtime comes from NVIDIA's toolkit, not from a Debian package it could name.
+  string(APPEND CPACK_COMPONENT_RUNTIME_DESCRIPTION
+         "\n Built with CUDA: needs the CUDA runtime (libcudart) of the toolkit it was built with.")
+endif()
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME libcollie-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_COMPONENT_DEV_DESCRIPTION
+    "collective communication library: headers, static library, CMake and pkg-config files")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME collie-tools)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
+set(CPACK_COMPONENT_TOOLS_DESCRIPTION
+    "collective communication library: the collie-run launcher, collie-perf and other tools")
+include(CPack)
