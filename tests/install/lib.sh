@@ -54,7 +54,10 @@ check_examples() {
     cd "$work"
     export PKG_CONFIG_PATH=$libdir/pkgconfig
     set -x
+    # The one-line builds as a user types them: the flags must split.
+    # shellcheck disable=SC2046
     cc app.c $(pkg-config --cflags --libs collie) -o app
+    # shellcheck disable=SC2046
     c++ -std=c++17 app.cpp $(pkg-config --cflags --libs collie) -o app_cpp
   )
   loads_from "$prefix" "$work/app" LD_LIBRARY_PATH="$libdir"
