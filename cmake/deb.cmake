@@ -3,7 +3,6 @@
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME collie)
 set(CPACK_PACKAGE_VENDOR collie)
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "collective communication library")
 set(COLLIE_DEB_MAINTAINER "Collie maintainers <collie@localhost>"
     CACHE STRING "Maintainer field of the Debian packages")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${COLLIE_DEB_MAINTAINER}")
@@ -18,6 +17,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_LIBRARY_OUTPUT_DIRECTORY})
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 set(CPACK_COMPONENT_DEV_DEPENDS runtime)
 set(CPACK_COMPONENT_TOOLS_DEPENDS runtime)
@@ -26,19 +26,22 @@ set(CPACK_COMPONENT_TOOLS_DEPENDS runtime)
 get_target_property(COLLIE_SOVERSION collie SOVERSION)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libcollie${COLLIE_SOVERSION})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-    "collective communication library (AllReduce and more over shm, TCP and UCX)")
+# Descriptions: the first line is the package's summary.
+set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "collective communication library
+AllReduce, ReduceScatter, AllGather, Broadcast, Reduce and Barrier between processes
+on one host or many, over shared memory, TCP and UCX.")
 if(COLLIE_HAVE_CUDA)
   # The CUDA runtime comes from NVIDIA's toolkit, not from a Debian package it could name.
   string(APPEND CPACK_COMPONENT_RUNTIME_DESCRIPTION
-         "\n Built with CUDA: needs the CUDA runtime (libcudart) of the toolkit it was built with.")
+         "\nBuilt with CUDA: needs the CUDA runtime (libcudart) of the toolkit it was built with.")
 endif()
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libcollie-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_COMPONENT_DEV_DESCRIPTION
-    "collective communication library: headers, static library, CMake and pkg-config files")
+set(CPACK_COMPONENT_DEV_DESCRIPTION "collective communication library - development files
+Headers, the static library, the CMake package (find_package(collie)) and collie.pc.")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME collie-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION
-    "collective communication library: the collie-run launcher, collie-perf and other tools")
+set(CPACK_COMPONENT_TOOLS_DESCRIPTION "collective communication library - tools
+collie-run (a local launcher), collie-perf (bus bandwidth, as nccl-tests), collie-sim,
+collie-limits and collie-train (built where zlib is).")
 include(CPack)
