@@ -12,6 +12,8 @@
 extern "C" {
 #endif
 
+/* The project's one version number: CMake reads these three lines for the library's VERSION
+ * and SONAME (libcollie.so.COLLIE_MAJOR), so a release changes them here only. */
 #define COLLIE_MAJOR 0
 #define COLLIE_MINOR 1
 #define COLLIE_PATCH 0
