@@ -12,12 +12,21 @@
 extern "C" {
 #endif
 
+/* The project's one version number: CMake reads these three lines for the library's VERSION
+ * and SONAME (libcollie.so.COLLIE_MAJOR), so a release changes them here only. */
 #define COLLIE_MAJOR 0
 #define COLLIE_MINOR 1
 #define COLLIE_PATCH 0
 #define COLLIE_VERSION_CODE (COLLIE_MAJOR * 10000 + COLLIE_MINOR * 100 + COLLIE_PATCH)
 
 #define COLLIE_UNIQUE_ID_BYTES 128
+
+/* What libcollie.so exports: the shared library hides every symbol the headers do not mark. */
+#if defined(__GNUC__)
+#define COLLIE_API __attribute__((visibility("default")))
+#else
+#define COLLIE_API
+#endif
 
 typedef struct collieComm* collieComm_t;
 
@@ -69,85 +78,86 @@ typedef enum {
 } collieRedOp_t;
 
 /* Version as MAJOR*10000 + MINOR*100 + PATCH. */
-collieResult_t collieGetVersion(int* version);
+COLLIE_API collieResult_t collieGetVersion(int* version);
 
 /* Called on one rank (the future rank 0): starts nothing yet, picks the store address (this
  * host, COLLIE_SOCKET_IFNAME if set, a free port) and a random secret. Broadcast the id to
  * every rank out of band, then call collieCommInitRank everywhere. */
-collieResult_t collieGetUniqueId(collieUniqueId* uniqueId);
+COLLIE_API collieResult_t collieGetUniqueId(collieUniqueId* uniqueId);
 
 /* Collective over all nranks: rank 0 serves the store at the id's address. */
-collieResult_t collieCommInitRank(collieComm_t* comm, int nranks, collieUniqueId commId,
-                                  int rank);
+COLLIE_API collieResult_t collieCommInitRank(collieComm_t* comm, int nranks, collieUniqueId commId,
+                                             int rank);
 
 /* Reads RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun, collie-run), or OMPI_COMM_WORLD_* /
  * SLURM_* / PMI_* for rank and size with MASTER_ADDR/MASTER_PORT for the store. */
-collieResult_t collieCommInitFromEnv(collieComm_t* comm);
+COLLIE_API collieResult_t collieCommInitFromEnv(collieComm_t* comm);
 
 /* Frees the communicator; must not be used afterwards. Not collective. */
-collieResult_t collieCommDestroy(collieComm_t comm);
+COLLIE_API collieResult_t collieCommDestroy(collieComm_t comm);
 
 /* Unblocks every pending operation of this communicator (they fail), tells the peers, frees it.
  */
-collieResult_t collieCommAbort(collieComm_t comm);
+COLLIE_API collieResult_t collieCommAbort(collieComm_t comm);
 
-collieResult_t collieCommCount(const collieComm_t comm, int* count);
-collieResult_t collieCommUserRank(const collieComm_t comm, int* rank);
+COLLIE_API collieResult_t collieCommCount(const collieComm_t comm, int* count);
+COLLIE_API collieResult_t collieCommUserRank(const collieComm_t comm, int* rank);
 
 /* The first error an asynchronous operation of this communicator hit (collieSuccess if none);
  * collieInProgress while init has not finished. */
-collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncError);
+COLLIE_API collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncError);
 
 /* sendbuff may equal recvbuff (in place). Host memory: blocking, returns when the result is in
  * recvbuff; stream is ignored. CUDA device memory (builds with CUDA): enqueued on stream (a
  * cudaStream_t; NULL is the legacy default stream) and returns at once; later work on the
  * stream sees the result, and a failure shows in collieCommGetAsyncError. */
-collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                               collieDataType_t datatype, collieRedOp_t op, collieComm_t comm,
-                               void* stream);
+COLLIE_API collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                          collieDataType_t datatype, collieRedOp_t op,
+                                          collieComm_t comm, void* stream);
 
 /* Each rank's sendbuff holds nranks * recvcount elements; rank r receives the reduction of
  * block r. In place: recvbuff == sendbuff + rank * recvcount elements. */
-collieResult_t collieReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                   collieDataType_t datatype, collieRedOp_t op, collieComm_t comm,
-                                   void* stream);
+COLLIE_API collieResult_t collieReduceScatter(const void* sendbuff, void* recvbuff,
+                                              size_t recvcount, collieDataType_t datatype,
+                                              collieRedOp_t op, collieComm_t comm, void* stream);
 
 /* Each rank contributes sendcount elements; recvbuff (nranks * sendcount elements) holds rank
  * r's block at offset r * sendcount. In place: sendbuff == recvbuff + rank * sendcount. */
-collieResult_t collieAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                               collieDataType_t datatype, collieComm_t comm, void* stream);
+COLLIE_API collieResult_t collieAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                          collieDataType_t datatype, collieComm_t comm,
+                                          void* stream);
 
 /* Copies root's sendbuff into every rank's recvbuff (count elements). sendbuff is read on root
  * only (NULL elsewhere is fine); in place on root: sendbuff == recvbuff. */
-collieResult_t collieBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                               collieDataType_t datatype, int root, collieComm_t comm,
-                               void* stream);
+COLLIE_API collieResult_t collieBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                          collieDataType_t datatype, int root, collieComm_t comm,
+                                          void* stream);
 
 /* Reduces every rank's sendbuff into root's recvbuff. recvbuff is written on root only (NULL
  * elsewhere is fine). */
-collieResult_t collieReduce(const void* sendbuff, void* recvbuff, size_t count,
-                            collieDataType_t datatype, collieRedOp_t op, int root,
-                            collieComm_t comm, void* stream);
+COLLIE_API collieResult_t collieReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                       collieDataType_t datatype, collieRedOp_t op, int root,
+                                       collieComm_t comm, void* stream);
 
 /* Returns once every rank has entered it. */
-collieResult_t collieBarrier(collieComm_t comm);
+COLLIE_API collieResult_t collieBarrier(collieComm_t comm);
 
 /* Forces an algorithm for the following collectives of this communicator ("ring", "tree",
  * ...; NULL or "auto" gives the choice back to the tuner), as COLLIE_ALGO does at init. Call
  * it on every rank at the same point between collectives. A collective the forced algorithm
  * cannot run fails with collieInvalidArgument. */
-collieResult_t collieCommSetAlgorithm(collieComm_t comm, const char* name);
+COLLIE_API collieResult_t collieCommSetAlgorithm(collieComm_t comm, const char* name);
 
 /* The name of the algorithm the last collective issued on this communicator ran ("" before
  * the first). The string is static. While the tuner tries the algorithms for a call shape new
  * to it (COLLIE_TUNER_TRIALS), the name is followed by " (trial)". */
-collieResult_t collieCommLastAlgorithm(collieComm_t comm, const char** name);
+COLLIE_API collieResult_t collieCommLastAlgorithm(collieComm_t comm, const char** name);
 
-const char* collieGetErrorString(collieResult_t result);
+COLLIE_API const char* collieGetErrorString(collieResult_t result);
 
 /* The message of the last error on this communicator (op, local rank, peer rank, what to do);
  * with comm == NULL, the last error of this thread outside any communicator (e.g. init). */
-const char* collieGetLastError(collieComm_t comm);
+COLLIE_API const char* collieGetLastError(collieComm_t comm);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 // Collie C++ API: a RAII Communicator over the C API's communicator, results instead of
 // exceptions, typed views (pointer + count) for C++17, and asynchronous AllReduce returning a
-// Work. Blocking calls on host memory run in the calling thread.
+// Work. Blocking calls on host memory run in the calling thread. The classes marked COLLIE_API
+// are exported: their out-of-line members are the library's C++ ABI; inline ones are compiled
+// into the caller.
 #pragma once
 
 #include <chrono>
@@ -23,9 +25,9 @@ struct Bfloat16 {
 
 template <typename T>
 struct DataTypeOf;
-#define COLLIE_DTYPE_OF(T, E) \
-  template <>                 \
-  struct DataTypeOf<T> {      \
+#define COLLIE_DTYPE_OF(T, E)                    \
+  template <>                                    \
+  struct DataTypeOf<T> {                         \
     static constexpr collieDataType_t value = E; \
   };
 COLLIE_DTYPE_OF(int8_t, collieInt8)
@@ -52,7 +54,7 @@ struct View {
 };
 
 // The outcome of a call: a code and the message of the failure (op, rank, peer, what to do).
-class Result {
+class COLLIE_API Result {
  public:
   Result() = default;
   Result(collieResult_t code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -70,7 +72,7 @@ class Result {
 class WorkState;
 
 // An asynchronous operation; the buffers must stay untouched until it completes.
-class Work {
+class COLLIE_API Work {
  public:
   Work() = default;
   // Waits up to timeout; collieInProgress if it is still running then (it goes on).
@@ -84,7 +86,7 @@ class Work {
   Result immediate_;  // an error found before the op was queued
 };
 
-class Communicator {
+class COLLIE_API Communicator {
  public:
   Communicator() = default;
   ~Communicator();
