@@ -1,7 +1,7 @@
 // Blocked GEMM in the GotoBLAS layout: B is packed into k x NR column panels, A into MR x k row
 // panels, and a micro-kernel keeps an MR x NR tile of C in vector registers for the whole k
-// block. The tile's shape follows the widest vectors the CPU has (AVX-512, AVX, SSE), chosen
-// once at run time; only the micro-kernel is compiled for those instructions.
+// block. The tile's shape follows the widest vectors the CPU has (AVX-512, AVX2, SSE; with FMA),
+// chosen once at run time; only the micro-kernel is compiled for those instructions.
 #include "training_demo/gemm.h"
 
 #include <algorithm>
@@ -20,7 +20,7 @@ struct Shape {
   static constexpr int kRowsPerTile = kRows;
 };
 using SseShape = Shape<16, 4>;
-using AvxShape = Shape<32, 6>;
+using Avx2Shape = Shape<32, 6>;
 using Avx512Shape = Shape<64, 8>;
 
 // Block sizes: a k block of B panels (kKc x kNc) stays in L2, an A block (kMc x kKc) in L1/L2.
@@ -124,16 +124,16 @@ struct MicroKernel<T, SseShape> {
   }
 };
 template <typename T>
-struct MicroKernel<T, AvxShape> {
-  __attribute__((target("avx"))) static void run(int kc, const T* ap, const T* bp, T* c, int ldc,
-                                                 int mr, int nr, T alpha, T beta) {
-    microKernelBody<T, AvxShape>(kc, ap, bp, c, ldc, mr, nr, alpha, beta);
+struct MicroKernel<T, Avx2Shape> {
+  __attribute__((target("avx2,fma"))) static void run(int kc, const T* ap, const T* bp, T* c,
+                                                      int ldc, int mr, int nr, T alpha, T beta) {
+    microKernelBody<T, Avx2Shape>(kc, ap, bp, c, ldc, mr, nr, alpha, beta);
   }
 };
 template <typename T>
 struct MicroKernel<T, Avx512Shape> {
-  __attribute__((target("avx512f"))) static void run(int kc, const T* ap, const T* bp, T* c,
-                                                     int ldc, int mr, int nr, T alpha, T beta) {
+  __attribute__((target("avx512f,fma"))) static void run(int kc, const T* ap, const T* bp, T* c,
+                                                         int ldc, int mr, int nr, T alpha, T beta) {
     microKernelBody<T, Avx512Shape>(kc, ap, bp, c, ldc, mr, nr, alpha, beta);
   }
 };
@@ -181,12 +181,14 @@ void gemmShaped(const Strided<T>& va, const Strided<T>& vb, int m, int n, int k,
   }
 }
 
-enum class GemmIsa { kSse, kAvx, kAvx512 };
+enum class GemmIsa { kSse, kAvx2, kAvx512 };
 
 GemmIsa widestGemmIsa() {
 #if defined(__x86_64__)
+  // FMA as the native build has it: a * b + c contracts to one rounding there too.
+  if (!__builtin_cpu_supports("fma")) return GemmIsa::kSse;
   if (__builtin_cpu_supports("avx512f")) return GemmIsa::kAvx512;
-  if (__builtin_cpu_supports("avx")) return GemmIsa::kAvx;
+  if (__builtin_cpu_supports("avx2")) return GemmIsa::kAvx2;
 #endif
   return GemmIsa::kSse;
 }
@@ -207,8 +209,8 @@ void gemm(Trans transA, Trans transB, int m, int n, int k, T alpha, const T* a, 
   switch (isa) {
     case GemmIsa::kAvx512:
       return gemmShaped<T, Avx512Shape>(va, vb, m, n, k, alpha, beta, c, ldc);
-    case GemmIsa::kAvx:
-      return gemmShaped<T, AvxShape>(va, vb, m, n, k, alpha, beta, c, ldc);
+    case GemmIsa::kAvx2:
+      return gemmShaped<T, Avx2Shape>(va, vb, m, n, k, alpha, beta, c, ldc);
     case GemmIsa::kSse:
       return gemmShaped<T, SseShape>(va, vb, m, n, k, alpha, beta, c, ldc);
   }
