@@ -1,6 +1,7 @@
 // Blocked GEMM in the GotoBLAS layout: B is packed into k x NR column panels, A into MR x k row
 // panels, and a micro-kernel keeps an MR x NR tile of C in vector registers for the whole k
-// block. GCC vector extensions pick the widest vectors the target has (AVX-512, AVX2, SSE).
+// block. The tile's shape follows the widest vectors the CPU has (AVX-512, AVX2, SSE; with FMA),
+// chosen once at run time; only the micro-kernel is compiled for those instructions.
 #include "training_demo/gemm.h"
 
 #include <algorithm>
@@ -12,39 +13,27 @@ namespace collie {
 namespace train {
 namespace {
 
-#if defined(__AVX512F__)
-constexpr int kVecBytes = 64;
-constexpr int kRowsPerTile = 8;
-#elif defined(__AVX__)
-constexpr int kVecBytes = 32;
-constexpr int kRowsPerTile = 6;
-#else
-constexpr int kVecBytes = 16;
-constexpr int kRowsPerTile = 4;
-#endif
+// A tile shape: the vector width, and the rows of C the micro-kernel keeps in registers.
+template <int kBytes, int kRows>
+struct Shape {
+  static constexpr int kVecBytes = kBytes;
+  static constexpr int kRowsPerTile = kRows;
+};
+using SseShape = Shape<16, 4>;
+using Avx2Shape = Shape<32, 6>;
+using Avx512Shape = Shape<64, 8>;
 
 // Block sizes: a k block of B panels (kKc x kNc) stays in L2, an A block (kMc x kKc) in L1/L2.
 constexpr int kKc = 256;
-constexpr int kMc = kRowsPerTile * 16;
 constexpr int kNc = 1024;
 
-template <typename T>
-struct Vec;
-template <>
-struct Vec<float> {
-  typedef float type __attribute__((vector_size(kVecBytes)));
-};
-template <>
-struct Vec<double> {
-  typedef double type __attribute__((vector_size(kVecBytes)));
-};
-
-template <typename T>
+template <typename T, typename S>
 struct Tile {
-  using V = typename Vec<T>::type;
-  static constexpr int kLanes = kVecBytes / sizeof(T);
-  static constexpr int kMr = kRowsPerTile;
+  typedef T V __attribute__((vector_size(S::kVecBytes)));
+  static constexpr int kLanes = S::kVecBytes / sizeof(T);
+  static constexpr int kMr = S::kRowsPerTile;
   static constexpr int kNr = 2 * kLanes;  // two vectors per row of the tile
+  static constexpr int kMc = kMr * 16;
 };
 
 // A strided view: element (i, j) of op(X) is p[i * rs + j * cs].
@@ -81,23 +70,25 @@ void packPanels(const Strided<T>& x, int i0, int mc, int p0, int kc, T* out) {
 }
 
 // op(A)[i0:i0+mc, p0:p0+kc] as MR-row panels.
-template <typename T>
+template <typename T, typename S>
 void packA(const Strided<T>& a, int i0, int mc, int p0, int kc, T* out) {
-  packPanels<Tile<T>::kMr>(a, i0, mc, p0, kc, out);
+  packPanels<Tile<T, S>::kMr>(a, i0, mc, p0, kc, out);
 }
 
 // op(B)[p0:p0+kc, j0:j0+nc] as NR-column panels: the row panels of op(B) transposed.
-template <typename T>
+template <typename T, typename S>
 void packB(const Strided<T>& b, int p0, int kc, int j0, int nc, T* out) {
-  packPanels<Tile<T>::kNr>(Strided<T>{b.p, b.cs, b.rs}, j0, nc, p0, kc, out);
+  packPanels<Tile<T, S>::kNr>(Strided<T>{b.p, b.cs, b.rs}, j0, nc, p0, kc, out);
 }
 
-// C[0:mr, 0:nr] = alpha * (Ap * Bp) + beta * C for one packed panel pair.
-template <typename T>
-void microKernel(int kc, const T* __restrict ap, const T* __restrict bp, T* __restrict c, int ldc,
-                 int mr, int nr, T alpha, T beta) {
-  using V = typename Tile<T>::V;
-  constexpr int kMr = Tile<T>::kMr, kNr = Tile<T>::kNr, kLanes = Tile<T>::kLanes;
+// C[0:mr, 0:nr] = alpha * (Ap * Bp) + beta * C for one packed panel pair. Always inlined into
+// a wrapper compiled for the shape's instructions (microKernel).
+template <typename T, typename S>
+[[gnu::always_inline]] inline void microKernelBody(int kc, const T* __restrict ap,
+                                                   const T* __restrict bp, T* __restrict c, int ldc,
+                                                   int mr, int nr, T alpha, T beta) {
+  using V = typename Tile<T, S>::V;
+  constexpr int kMr = Tile<T, S>::kMr, kNr = Tile<T, S>::kNr, kLanes = Tile<T, S>::kLanes;
   V acc[kMr][2] = {};
   for (int p = 0; p < kc; ++p) {
     V b0, b1;
@@ -123,13 +114,83 @@ void microKernel(int kc, const T* __restrict ap, const T* __restrict bp, T* __re
   }
 }
 
-// Packing buffers live for the thread: allocating them per call would cost more than small
-// products take.
+template <typename T, typename S>
+struct MicroKernel;
 template <typename T>
-T* scratch(std::vector<typename Tile<T>::V>& buf, size_t elems) {
-  const size_t vecs = (elems + Tile<T>::kLanes - 1) / Tile<T>::kLanes;
-  if (buf.size() < vecs) buf.resize(vecs);
+struct MicroKernel<T, SseShape> {
+  static void run(int kc, const T* ap, const T* bp, T* c, int ldc, int mr, int nr, T alpha,
+                  T beta) {
+    microKernelBody<T, SseShape>(kc, ap, bp, c, ldc, mr, nr, alpha, beta);
+  }
+};
+template <typename T>
+struct MicroKernel<T, Avx2Shape> {
+  __attribute__((target("avx2,fma"))) static void run(int kc, const T* ap, const T* bp, T* c,
+                                                      int ldc, int mr, int nr, T alpha, T beta) {
+    microKernelBody<T, Avx2Shape>(kc, ap, bp, c, ldc, mr, nr, alpha, beta);
+  }
+};
+template <typename T>
+struct MicroKernel<T, Avx512Shape> {
+  __attribute__((target("avx512f,fma"))) static void run(int kc, const T* ap, const T* bp, T* c,
+                                                         int ldc, int mr, int nr, T alpha, T beta) {
+    microKernelBody<T, Avx512Shape>(kc, ap, bp, c, ldc, mr, nr, alpha, beta);
+  }
+};
+
+// Packing buffers live for the thread: allocating them per call would cost more than small
+// products take. Whole cache lines keep the panels' vectors aligned.
+struct alignas(64) Line {
+  char bytes[64];
+};
+template <typename T>
+T* scratch(std::vector<Line>& buf, size_t elems) {
+  const size_t lines = (elems * sizeof(T) + sizeof(Line) - 1) / sizeof(Line);
+  if (buf.size() < lines) buf.resize(lines);
   return reinterpret_cast<T*>(buf.data());
+}
+
+// gemm with the tile shape S, for k > 0.
+template <typename T, typename S>
+void gemmShaped(const Strided<T>& va, const Strided<T>& vb, int m, int n, int k, T alpha, T beta,
+                T* c, int ldc) {
+  constexpr int kMr = Tile<T, S>::kMr, kNr = Tile<T, S>::kNr, kMc = Tile<T, S>::kMc;
+  thread_local std::vector<Line> bufA, bufB;
+  T* packedA = scratch<T>(bufA, static_cast<size_t>(kMc) * kKc);
+  T* packedB = scratch<T>(bufB, static_cast<size_t>(kKc) * (kNc + kNr));
+  for (int jc = 0; jc < n; jc += kNc) {
+    const int nc = std::min(kNc, n - jc);
+    for (int pc = 0; pc < k; pc += kKc) {
+      const int kc = std::min(kKc, k - pc);
+      const T betaBlock = pc == 0 ? beta : T(1);  // later k blocks accumulate
+      packB<T, S>(vb, pc, kc, jc, nc, packedB);
+      for (int ic = 0; ic < m; ic += kMc) {
+        const int mc = std::min(kMc, m - ic);
+        packA<T, S>(va, ic, mc, pc, kc, packedA);
+        for (int jr = 0; jr < nc; jr += kNr) {
+          const T* bp = packedB + static_cast<ptrdiff_t>(jr / kNr) * kc * kNr;
+          for (int ir = 0; ir < mc; ir += kMr) {
+            const T* ap = packedA + static_cast<ptrdiff_t>(ir / kMr) * kc * kMr;
+            T* cp = c + static_cast<ptrdiff_t>(ic + ir) * ldc + (jc + jr);
+            MicroKernel<T, S>::run(kc, ap, bp, cp, ldc, std::min(kMr, mc - ir),
+                                   std::min(kNr, nc - jr), alpha, betaBlock);
+          }
+        }
+      }
+    }
+  }
+}
+
+enum class GemmIsa { kSse, kAvx2, kAvx512 };
+
+GemmIsa widestGemmIsa() {
+#if defined(__x86_64__)
+  // FMA as the native build has it: a * b + c contracts to one rounding there too.
+  if (!__builtin_cpu_supports("fma")) return GemmIsa::kSse;
+  if (__builtin_cpu_supports("avx512f")) return GemmIsa::kAvx512;
+  if (__builtin_cpu_supports("avx2")) return GemmIsa::kAvx2;
+#endif
+  return GemmIsa::kSse;
 }
 
 }  // namespace
@@ -143,31 +204,15 @@ void gemm(Trans transA, Trans transB, int m, int n, int k, T alpha, const T* a, 
       for (int j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
-  constexpr int kMr = Tile<T>::kMr, kNr = Tile<T>::kNr;
-  thread_local std::vector<typename Tile<T>::V> bufA, bufB;
-  T* packedA = scratch<T>(bufA, static_cast<size_t>(kMc) * kKc);
-  T* packedB = scratch<T>(bufB, static_cast<size_t>(kKc) * (kNc + kNr));
   const Strided<T> va = view(transA, a, lda), vb = view(transB, b, ldb);
-  for (int jc = 0; jc < n; jc += kNc) {
-    const int nc = std::min(kNc, n - jc);
-    for (int pc = 0; pc < k; pc += kKc) {
-      const int kc = std::min(kKc, k - pc);
-      const T betaBlock = pc == 0 ? beta : T(1);  // later k blocks accumulate
-      packB(vb, pc, kc, jc, nc, packedB);
-      for (int ic = 0; ic < m; ic += kMc) {
-        const int mc = std::min(kMc, m - ic);
-        packA(va, ic, mc, pc, kc, packedA);
-        for (int jr = 0; jr < nc; jr += kNr) {
-          const T* bp = packedB + static_cast<ptrdiff_t>(jr / kNr) * kc * kNr;
-          for (int ir = 0; ir < mc; ir += kMr) {
-            const T* ap = packedA + static_cast<ptrdiff_t>(ir / kMr) * kc * kMr;
-            T* cp = c + static_cast<ptrdiff_t>(ic + ir) * ldc + (jc + jr);
-            microKernel(kc, ap, bp, cp, ldc, std::min(kMr, mc - ir), std::min(kNr, nc - jr), alpha,
-                        betaBlock);
-          }
-        }
-      }
-    }
+  static const GemmIsa isa = widestGemmIsa();
+  switch (isa) {
+    case GemmIsa::kAvx512:
+      return gemmShaped<T, Avx512Shape>(va, vb, m, n, k, alpha, beta, c, ldc);
+    case GemmIsa::kAvx2:
+      return gemmShaped<T, Avx2Shape>(va, vb, m, n, k, alpha, beta, c, ldc);
+    case GemmIsa::kSse:
+      return gemmShaped<T, SseShape>(va, vb, m, n, k, alpha, beta, c, ldc);
   }
 }
 

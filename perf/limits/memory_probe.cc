@@ -5,10 +5,6 @@
 #include <sched.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,51 +15,15 @@
 #include <vector>
 
 #include "perf/limits/pin.h"
+#include "perf/limits/stream_loops.h"
 
 namespace collie::limits {
 namespace {
 
-// dst = a + b with non-temporal stores; n floats, dst 64-byte aligned.
-void addStream(float* dst, const float* a, const float* b, size_t n) {
-  size_t i = 0;
-#if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16) {
-    _mm512_stream_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
-  }
-  _mm_sfence();
-#elif defined(__AVX__)
-  for (; i + 8 <= n; i += 8) {
-    _mm256_stream_ps(dst + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
-  }
-  _mm_sfence();
-#endif
-  for (; i < n; ++i) dst[i] = a[i] + b[i];
-}
-
-// The same with ordinary stores, for buffers that stay in cache.
+// c = a + b with ordinary stores, for buffers that stay in cache.
 void addCached(float* __restrict dst, const float* __restrict a, const float* __restrict b,
                size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
-}
-
-void copyStream(void* dst, const void* src, size_t bytes) {
-  size_t i = 0;
-  char* d = static_cast<char*>(dst);
-  const char* s = static_cast<const char*>(src);
-#if defined(__AVX512F__)
-  for (; i + 64 <= bytes; i += 64) {
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i),
-                        _mm512_loadu_si512(reinterpret_cast<const void*>(s + i)));
-  }
-  _mm_sfence();
-#elif defined(__AVX__)
-  for (; i + 32 <= bytes; i += 32) {
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i),
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
-  }
-  _mm_sfence();
-#endif
-  memcpy(d + i, s + i, bytes - i);
 }
 
 struct FreeDeleter {

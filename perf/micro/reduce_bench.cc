@@ -1,18 +1,16 @@
 // Reduction kernels (src/reduce) for every datatype against memcpy, a streaming copy and a
 // "read two, write one" f32 add with streaming stores, all in one binary so that their rates
-// compare. Rates are bytes of output per second (GB/s in the table is 1e9 B/s), at 1 MiB
-// (cache) and 64 MiB (memory). Out of place: dst = a + b over three buffers.
+// compare. Rates are bytes of output per second (GB/s in the table is 1e9 B/s), at 64 KiB
+// (L2), 1 MiB (cache) and 64 MiB (memory). Out of place: dst = a + b over three buffers.
+// COLLIE_CPU_ISA picks the kernels' variant, as in the library.
 #include <benchmark/benchmark.h>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include "perf/limits/stream_loops.h"
 #include "perf/micro/micro_util.h"
 #include "src/base/dtype.h"
 #include "src/reduce/reduce.h"
@@ -65,23 +63,7 @@ void addCachedReference(float* __restrict dst, const float* __restrict a, const 
 
 void addReference(float* dst, const float* a, const float* b, size_t n, bool streaming) {
   if (!streaming) return addCachedReference(dst, a, b, n);
-  size_t i = 0;
-#if defined(__AVX512F__)
-  if (streaming) {
-    for (; i + 16 <= n; i += 16) {
-      _mm512_stream_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
-    }
-    _mm_sfence();
-  }
-#elif defined(__AVX__)
-  if (streaming) {
-    for (; i + 8 <= n; i += 8) {
-      _mm256_stream_ps(dst + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
-    }
-    _mm_sfence();
-  }
-#endif
-  for (; i < n; ++i) dst[i] = a[i] + b[i];
+  limits::addStream(dst, a, b, n);
 }
 
 void BM_AddReference(benchmark::State& state, bool streaming) {
@@ -91,8 +73,11 @@ void BM_AddReference(benchmark::State& state, bool streaming) {
   });
 }
 
+constexpr int64_t kL2 = 64 << 10;
 constexpr int64_t kCache = 1 << 20;
 constexpr int64_t kDram = 64 << 20;
+
+void atEverySize(benchmark::internal::Benchmark* b) { b->Arg(kL2)->Arg(kCache)->Arg(kDram); }
 
 struct Named {
   collieDataType_t dtype;
@@ -107,26 +92,21 @@ const Named kTypes[] = {{collieInt8, "int8"},      {collieUint8, "uint8"},
 // Registered explicitly (not with static initialisers spread over files) so the order of the
 // table is the order here: references first, then every dtype's sum, then f32's other ops.
 void registerAll() {
-  benchmark::RegisterBenchmark("memcpy", BM_Memcpy)->Arg(kCache)->Arg(kDram);
-  benchmark::RegisterBenchmark("copy_streaming", BM_CopyStreaming)->Arg(kCache)->Arg(kDram);
+  benchmark::AddCustomContext("cpu_kernels", reduceKernelIsa());
+  benchmark::RegisterBenchmark("memcpy", BM_Memcpy)->Apply(atEverySize);
+  benchmark::RegisterBenchmark("copy_streaming", BM_CopyStreaming)->Apply(atEverySize);
   benchmark::RegisterBenchmark("add_f32_reference/cached", BM_AddReference, false)
-      ->Arg(kCache)
-      ->Arg(kDram);
+      ->Apply(atEverySize);
   benchmark::RegisterBenchmark("add_f32_reference/streaming", BM_AddReference, true)
-      ->Arg(kCache)
-      ->Arg(kDram);
+      ->Apply(atEverySize);
   for (const Named& t : kTypes) {
     std::string name = std::string("reduce/") + t.name + "/sum";
-    benchmark::RegisterBenchmark(name.c_str(), BM_Reduce, t.dtype, collieSum)
-        ->Arg(kCache)
-        ->Arg(kDram);
+    benchmark::RegisterBenchmark(name.c_str(), BM_Reduce, t.dtype, collieSum)->Apply(atEverySize);
   }
   for (collieRedOp_t op : {collieProd, collieMax, collieMin}) {
     const char* names[] = {"sum", "prod", "max", "min", "avg"};
     std::string name = std::string("reduce/float/") + names[op];
-    benchmark::RegisterBenchmark(name.c_str(), BM_Reduce, collieFloat32, op)
-        ->Arg(kCache)
-        ->Arg(kDram);
+    benchmark::RegisterBenchmark(name.c_str(), BM_Reduce, collieFloat32, op)->Apply(atEverySize);
   }
 }
 

@@ -84,6 +84,9 @@ static const std::vector<ParamInfo>& table() {
       {"COLLIE_CUDA_SLOT_BYTES", "8M",
        "device ring: bytes of each slot of the cuda_ipc staging buffer"},
       {"COLLIE_CUDA_SLOTS", "4", "device ring: slots in each rank's cuda_ipc staging buffer"},
+      {"COLLIE_CPU_ISA", "auto",
+       "instruction set of the CPU reduction and copy kernels: auto (the widest this CPU runs), "
+       "avx512, avx2 or sse; one the CPU lacks is refused with a WARN"},
   };
   return kParams;
 }

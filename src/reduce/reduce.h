@@ -26,6 +26,10 @@ void scaleForAvg(void* buf, size_t count, collieDataType_t dtype, int divisor,
 // buffers must not overlap.
 void copyStreaming(void* dst, const void* src, size_t n);
 
+// The instruction set of the CPU kernels in use: "avx512", "avx2" or "sse", chosen once at the
+// first call from the CPU and COLLIE_CPU_ISA; "native" in a COLLIE_NATIVE build.
+const char* reduceKernelIsa();
+
 // Conversions used by kernels, tests and tools.
 float halfToFloat(uint16_t h);
 uint16_t floatToHalf(float f);  // round to nearest even, overflow to inf, NaN stays NaN

@@ -19,11 +19,12 @@
 #include <tuple>
 #include <vector>
 
-#ifdef __F16C__
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
 #include "src/base/dtype.h"
+#include "src/reduce/cpu/cpu_dispatch.h"
 #include "src/reduce/reduce.h"
 
 namespace collie {
@@ -272,20 +273,62 @@ TEST(Bf16Conversion, MatchesOneRoundingOfTheExactValue) {
   }
 }
 
-#ifdef __F16C__
-// The kernels convert with F16C when it is there; the scalar functions must give the same bits,
-// NaNs included.
+#if defined(__x86_64__)
+__attribute__((target("f16c"))) float f16cToFloat(uint16_t h) { return _cvtsh_ss(h); }
+__attribute__((target("f16c"))) uint16_t f16cFromFloat(float f) {
+  return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+}
+
+// The kernels convert with F16C when the CPU has it; the scalar functions must give the same
+// bits, NaNs included.
 TEST(HalfConversion, ScalarMatchesF16cBitForBit) {
+  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "this CPU has no F16C";
   for (uint32_t h = 0; h < 0x10000; ++h) {
     ASSERT_EQ(floatBits(halfToFloat(static_cast<uint16_t>(h))),
-              floatBits(_cvtsh_ss(static_cast<uint16_t>(h))))
+              floatBits(f16cToFloat(static_cast<uint16_t>(h))))
         << std::hex << h;
   }
   for (float f : sampleFloats(1000000, 3)) {
-    ASSERT_EQ(floatToHalf(f), _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT)) << std::hex << floatBits(f);
+    ASSERT_EQ(floatToHalf(f), f16cFromFloat(f)) << std::hex << floatBits(f);
   }
 }
 #endif
+
+// ---------------------------------------------------------------------------------------------
+// The variants of the CPU kernels: every case below runs each one this CPU supports, through
+// runReduce and runScale (reduce() and runScale() with that variant's kernels).
+
+const CpuKernels* gVariant = nullptr;  // null: the variant reduce() chose
+
+std::vector<CpuIsa> testedIsas() {
+  std::vector<CpuIsa> v;
+  const unsigned usable = builtCpuIsas() & supportedCpuIsas();
+  for (int i = 0; i < kNumCpuIsas; ++i)
+    if (usable & (1u << i)) v.push_back(static_cast<CpuIsa>(i));
+  return v;
+}
+
+void runReduce(void* dst, const void* a, const void* b, size_t n, collieDataType_t dtype,
+               collieRedOp_t op) {
+  if (gVariant == nullptr) return reduce(dst, a, b, n, dtype, op);
+  reduceWith(*gVariant, dst, a, b, n, dtype, op);
+}
+
+void runScale(void* buf, size_t n, collieDataType_t dtype, int divisor) {
+  if (gVariant == nullptr) return runScale(buf, n, dtype, divisor);
+  scaleWith(*gVariant, buf, n, dtype, divisor);
+}
+
+// Runs body with each variant in turn.
+template <typename Body>
+void forEachVariant(Body body) {
+  for (CpuIsa isa : testedIsas()) {
+    SCOPED_TRACE(cpuIsaName(isa));
+    gVariant = &cpuKernels(isa);
+    body();
+  }
+  gVariant = nullptr;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Per-dtype references for reduce().
@@ -475,7 +518,7 @@ void checkReduce(collieDataType_t dtype, collieRedOp_t op, size_t n, Placement p
   if (placement == Placement::kInPlaceA) dst = bufA.data();
   if (placement == Placement::kInPlaceB) dst = bufB.data();
 
-  reduce(dst, bufA.data(), bufB.data(), n, dtype, op);
+  runReduce(dst, bufA.data(), bufB.data(), n, dtype, op);
 
   int failures = 0;
   for (size_t i = 0; i < n && failures < 5; ++i) {
@@ -546,10 +589,13 @@ void checkAllShapesFor(collieDataType_t dtype, collieRedOp_t op) {
   }
 }
 
-class ReduceTest : public testing::TestWithParam<std::tuple<collieDataType_t, collieRedOp_t>> {};
+class ReduceTest
+    : public testing::TestWithParam<std::tuple<CpuIsa, collieDataType_t, collieRedOp_t>> {};
 
 TEST_P(ReduceTest, MatchesReferenceForEveryShape) {
-  checkAllShapesFor(std::get<0>(GetParam()), std::get<1>(GetParam()));
+  gVariant = &cpuKernels(std::get<0>(GetParam()));
+  checkAllShapesFor(std::get<1>(GetParam()), std::get<2>(GetParam()));
+  gVariant = nullptr;
 }
 
 std::vector<collieDataType_t> allDtypes() {
@@ -565,11 +611,13 @@ std::vector<collieRedOp_t> allOps() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, ReduceTest,
-                         testing::Combine(testing::ValuesIn(allDtypes()),
+                         testing::Combine(testing::ValuesIn(testedIsas()),
+                                          testing::ValuesIn(allDtypes()),
                                           testing::ValuesIn(allOps())),
                          [](const testing::TestParamInfo<ReduceTest::ParamType>& info) {
-                           return std::string(dtypeName(std::get<0>(info.param))) + "_" +
-                                  redOpName(std::get<1>(info.param));
+                           return std::string(cpuIsaName(std::get<0>(info.param))) + "_" +
+                                  dtypeName(std::get<1>(info.param)) + "_" +
+                                  redOpName(std::get<2>(info.param));
                          });
 
 // ---------------------------------------------------------------------------------------------
@@ -578,61 +626,69 @@ INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, ReduceTest,
 template <typename T>
 std::vector<T> reduced(std::vector<T> a, const std::vector<T>& b, collieDataType_t dtype,
                        collieRedOp_t op) {
-  reduce(a.data(), a.data(), b.data(), a.size(), dtype, op);
+  runReduce(a.data(), a.data(), b.data(), a.size(), dtype, op);
   return a;
 }
 
 TEST(ReduceIntegers, SumWrapsAround) {
-  EXPECT_EQ(reduced<int8_t>({127, -128, -1}, {1, -1, 1}, collieInt8, collieSum),
-            (std::vector<int8_t>{-128, 127, 0}));
-  EXPECT_EQ(reduced<uint8_t>({255, 200}, {1, 100}, collieUint8, collieSum),
-            (std::vector<uint8_t>{0, 44}));
-  const int32_t i32max = std::numeric_limits<int32_t>::max();
-  EXPECT_EQ(reduced<int32_t>({i32max, -i32max - 1}, {1, -1}, collieInt32, collieSum),
-            (std::vector<int32_t>{-i32max - 1, i32max}));
-  EXPECT_EQ(reduced<uint32_t>({0xFFFFFFFFu}, {2u}, collieUint32, collieSum),
-            (std::vector<uint32_t>{1u}));
-  const int64_t i64max = std::numeric_limits<int64_t>::max();
-  EXPECT_EQ(reduced<int64_t>({i64max}, {1}, collieInt64, collieSum),
-            (std::vector<int64_t>{std::numeric_limits<int64_t>::min()}));
-  EXPECT_EQ(reduced<uint64_t>({~0ull}, {~0ull}, collieUint64, collieSum),
-            (std::vector<uint64_t>{~0ull - 1}));
+  forEachVariant([&] {
+    EXPECT_EQ(reduced<int8_t>({127, -128, -1}, {1, -1, 1}, collieInt8, collieSum),
+              (std::vector<int8_t>{-128, 127, 0}));
+    EXPECT_EQ(reduced<uint8_t>({255, 200}, {1, 100}, collieUint8, collieSum),
+              (std::vector<uint8_t>{0, 44}));
+    const int32_t i32max = std::numeric_limits<int32_t>::max();
+    EXPECT_EQ(reduced<int32_t>({i32max, -i32max - 1}, {1, -1}, collieInt32, collieSum),
+              (std::vector<int32_t>{-i32max - 1, i32max}));
+    EXPECT_EQ(reduced<uint32_t>({0xFFFFFFFFu}, {2u}, collieUint32, collieSum),
+              (std::vector<uint32_t>{1u}));
+    const int64_t i64max = std::numeric_limits<int64_t>::max();
+    EXPECT_EQ(reduced<int64_t>({i64max}, {1}, collieInt64, collieSum),
+              (std::vector<int64_t>{std::numeric_limits<int64_t>::min()}));
+    EXPECT_EQ(reduced<uint64_t>({~0ull}, {~0ull}, collieUint64, collieSum),
+              (std::vector<uint64_t>{~0ull - 1}));
+  });
 }
 
 TEST(ReduceIntegers, ProdWrapsAround) {
-  EXPECT_EQ(reduced<int8_t>({16, -128, 127}, {16, -1, 127}, collieInt8, collieProd),
-            (std::vector<int8_t>{0, -128, 1}));
-  EXPECT_EQ(reduced<uint8_t>({16, 255}, {17, 255}, collieUint8, collieProd),
-            (std::vector<uint8_t>{16, 1}));
-  EXPECT_EQ(reduced<int32_t>({65536, std::numeric_limits<int32_t>::min()}, {65536, -1}, collieInt32,
-                             collieProd),
-            (std::vector<int32_t>{0, std::numeric_limits<int32_t>::min()}));
-  EXPECT_EQ(reduced<uint32_t>({0x10001u}, {0x10001u}, collieUint32, collieProd),
-            (std::vector<uint32_t>{0x20001u}));
-  EXPECT_EQ(reduced<int64_t>({int64_t{1} << 62, -3}, {4, std::numeric_limits<int64_t>::max()},
-                             collieInt64, collieProd),
-            (std::vector<int64_t>{0, std::numeric_limits<int64_t>::min() + 3}));
-  EXPECT_EQ(reduced<uint64_t>({~0ull}, {~0ull}, collieUint64, collieProd),
-            (std::vector<uint64_t>{1}));
+  forEachVariant([&] {
+    EXPECT_EQ(reduced<int8_t>({16, -128, 127}, {16, -1, 127}, collieInt8, collieProd),
+              (std::vector<int8_t>{0, -128, 1}));
+    EXPECT_EQ(reduced<uint8_t>({16, 255}, {17, 255}, collieUint8, collieProd),
+              (std::vector<uint8_t>{16, 1}));
+    EXPECT_EQ(reduced<int32_t>({65536, std::numeric_limits<int32_t>::min()}, {65536, -1},
+                               collieInt32, collieProd),
+              (std::vector<int32_t>{0, std::numeric_limits<int32_t>::min()}));
+    EXPECT_EQ(reduced<uint32_t>({0x10001u}, {0x10001u}, collieUint32, collieProd),
+              (std::vector<uint32_t>{0x20001u}));
+    EXPECT_EQ(reduced<int64_t>({int64_t{1} << 62, -3}, {4, std::numeric_limits<int64_t>::max()},
+                               collieInt64, collieProd),
+              (std::vector<int64_t>{0, std::numeric_limits<int64_t>::min() + 3}));
+    EXPECT_EQ(reduced<uint64_t>({~0ull}, {~0ull}, collieUint64, collieProd),
+              (std::vector<uint64_t>{1}));
+  });
 }
 
 TEST(ReduceIntegers, MaxMinCompareWithTheSignOfTheType) {
-  EXPECT_EQ(reduced<int8_t>({-1, 5}, {1, -128}, collieInt8, collieMax),
-            (std::vector<int8_t>{1, 5}));
-  EXPECT_EQ(reduced<uint8_t>({255, 5}, {1, 128}, collieUint8, collieMax),
-            (std::vector<uint8_t>{255, 128}));
-  EXPECT_EQ(
-      reduced<int64_t>({-1, 5}, {1, std::numeric_limits<int64_t>::min()}, collieInt64, collieMin),
-      (std::vector<int64_t>{-1, std::numeric_limits<int64_t>::min()}));
-  EXPECT_EQ(reduced<uint64_t>({~0ull, 5}, {1, 6}, collieUint64, collieMin),
-            (std::vector<uint64_t>{1, 5}));
-  EXPECT_EQ(reduced<uint32_t>({0x80000000u}, {1u}, collieUint32, collieMax),
-            (std::vector<uint32_t>{0x80000000u}));
+  forEachVariant([&] {
+    EXPECT_EQ(reduced<int8_t>({-1, 5}, {1, -128}, collieInt8, collieMax),
+              (std::vector<int8_t>{1, 5}));
+    EXPECT_EQ(reduced<uint8_t>({255, 5}, {1, 128}, collieUint8, collieMax),
+              (std::vector<uint8_t>{255, 128}));
+    EXPECT_EQ(
+        reduced<int64_t>({-1, 5}, {1, std::numeric_limits<int64_t>::min()}, collieInt64, collieMin),
+        (std::vector<int64_t>{-1, std::numeric_limits<int64_t>::min()}));
+    EXPECT_EQ(reduced<uint64_t>({~0ull, 5}, {1, 6}, collieUint64, collieMin),
+              (std::vector<uint64_t>{1, 5}));
+    EXPECT_EQ(reduced<uint32_t>({0x80000000u}, {1u}, collieUint32, collieMax),
+              (std::vector<uint32_t>{0x80000000u}));
+  });
 }
 
 TEST(ReduceIntegers, AvgReducesAsSum) {
-  EXPECT_EQ(reduced<int32_t>({3, -7}, {4, 2}, collieInt32, collieAvg),
-            (std::vector<int32_t>{7, -5}));
+  forEachVariant([&] {
+    EXPECT_EQ(reduced<int32_t>({3, -7}, {4, 2}, collieInt32, collieAvg),
+              (std::vector<int32_t>{7, -5}));
+  });
 }
 
 // One float type seen through its bits, for the special-value tests below.
@@ -674,7 +730,7 @@ std::vector<double> atEveryLane(const FloatKind& k, collieRedOp_t op, double x, 
       std::memcpy(&a[i * k.size], &ea, k.size);
       std::memcpy(&b[i * k.size], &eb, k.size);
     }
-    reduce(a.data(), a.data(), b.data(), kN, k.dtype, op);
+    runReduce(a.data(), a.data(), b.data(), kN, k.dtype, op);
     for (size_t i = 0; i < kN; ++i) {
       uint64_t r = 0;
       std::memcpy(&r, &a[i * k.size], k.size);
@@ -703,60 +759,68 @@ void expectAllEqual(const FloatKind& k, collieRedOp_t op, double x, double y, do
 }
 
 TEST(ReduceFloats, MaxMinPropagateNanFromEitherSide) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (const FloatKind& k : kFloatKinds) {
-    for (collieRedOp_t op : {collieMax, collieMin}) {
-      expectAllNan(k, op, nan, 1.0);
-      expectAllNan(k, op, 1.0, nan);
-      expectAllNan(k, op, nan, nan);
-      expectAllNan(k, op, nan, INFINITY);
-      expectAllNan(k, op, -INFINITY, nan);
+  forEachVariant([&] {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (const FloatKind& k : kFloatKinds) {
+      for (collieRedOp_t op : {collieMax, collieMin}) {
+        expectAllNan(k, op, nan, 1.0);
+        expectAllNan(k, op, 1.0, nan);
+        expectAllNan(k, op, nan, nan);
+        expectAllNan(k, op, nan, INFINITY);
+        expectAllNan(k, op, -INFINITY, nan);
+      }
     }
-  }
+  });
 }
 
 TEST(ReduceFloats, InfinitiesAndNanInSumProdMaxMin) {
-  const double inf = INFINITY;
-  for (const FloatKind& k : kFloatKinds) {
-    expectAllNan(k, collieSum, inf, -inf);
-    expectAllNan(k, collieSum, std::numeric_limits<double>::quiet_NaN(), 1.0);
-    expectAllNan(k, collieProd, 0.0, inf);
-    expectAllNan(k, collieProd, std::numeric_limits<double>::quiet_NaN(), 0.0);
-    expectAllEqual(k, collieSum, inf, 1.0, inf);
-    expectAllEqual(k, collieSum, -inf, -inf, -inf);
-    expectAllEqual(k, collieProd, -inf, 2.0, -inf);
-    expectAllEqual(k, collieMax, inf, 1.0, inf);
-    expectAllEqual(k, collieMax, -inf, -1.0, -1.0);
-    expectAllEqual(k, collieMin, -inf, 1.0, -inf);
-    expectAllEqual(k, collieMin, inf, -1.0, -1.0);
-    expectAllEqual(k, collieSum, -0.0, -0.0, -0.0);
-    expectAllEqual(k, collieSum, -0.0, 0.0, 0.0);
-    expectAllEqual(k, collieProd, -0.0, 3.0, -0.0);
-  }
+  forEachVariant([&] {
+    const double inf = INFINITY;
+    for (const FloatKind& k : kFloatKinds) {
+      expectAllNan(k, collieSum, inf, -inf);
+      expectAllNan(k, collieSum, std::numeric_limits<double>::quiet_NaN(), 1.0);
+      expectAllNan(k, collieProd, 0.0, inf);
+      expectAllNan(k, collieProd, std::numeric_limits<double>::quiet_NaN(), 0.0);
+      expectAllEqual(k, collieSum, inf, 1.0, inf);
+      expectAllEqual(k, collieSum, -inf, -inf, -inf);
+      expectAllEqual(k, collieProd, -inf, 2.0, -inf);
+      expectAllEqual(k, collieMax, inf, 1.0, inf);
+      expectAllEqual(k, collieMax, -inf, -1.0, -1.0);
+      expectAllEqual(k, collieMin, -inf, 1.0, -inf);
+      expectAllEqual(k, collieMin, inf, -1.0, -1.0);
+      expectAllEqual(k, collieSum, -0.0, -0.0, -0.0);
+      expectAllEqual(k, collieSum, -0.0, 0.0, 0.0);
+      expectAllEqual(k, collieProd, -0.0, 3.0, -0.0);
+    }
+  });
 }
 
 TEST(ReduceFloats, OverflowGivesInfinity) {
-  EXPECT_EQ(reduced<uint16_t>({0x7BFF}, {0x7BFF}, collieFloat16, collieSum),
-            (std::vector<uint16_t>{0x7C00}));
-  EXPECT_EQ(reduced<uint16_t>({0x7BFF}, {0xC000}, collieFloat16, collieProd),  // 65504 * -2
-            (std::vector<uint16_t>{0xFC00}));
-  EXPECT_EQ(reduced<uint16_t>({0x7F7F}, {0x7F7F}, collieBfloat16, collieSum),
-            (std::vector<uint16_t>{0x7F80}));
-  const float fmax = std::numeric_limits<float>::max();
-  EXPECT_EQ(reduced<float>({fmax}, {fmax}, collieFloat32, collieSum),
-            (std::vector<float>{INFINITY}));
+  forEachVariant([&] {
+    EXPECT_EQ(reduced<uint16_t>({0x7BFF}, {0x7BFF}, collieFloat16, collieSum),
+              (std::vector<uint16_t>{0x7C00}));
+    EXPECT_EQ(reduced<uint16_t>({0x7BFF}, {0xC000}, collieFloat16, collieProd),  // 65504 * -2
+              (std::vector<uint16_t>{0xFC00}));
+    EXPECT_EQ(reduced<uint16_t>({0x7F7F}, {0x7F7F}, collieBfloat16, collieSum),
+              (std::vector<uint16_t>{0x7F80}));
+    const float fmax = std::numeric_limits<float>::max();
+    EXPECT_EQ(reduced<float>({fmax}, {fmax}, collieFloat32, collieSum),
+              (std::vector<float>{INFINITY}));
+  });
 }
 
 TEST(ReduceFloats, HalfAndBf16RoundTiesToEven) {
-  // 2048 + 1 = 2049 lies halfway between halves 2048 and 2050; 2050 + 1 between 2050 and 2052.
-  const uint16_t h2048 = encode16(kHalf, 2048), h2050 = encode16(kHalf, 2050);
-  const uint16_t h1 = encode16(kHalf, 1), h2052 = encode16(kHalf, 2052);
-  EXPECT_EQ(reduced<uint16_t>({h2048, h2050}, {h1, h1}, collieFloat16, collieSum),
-            (std::vector<uint16_t>{h2048, h2052}));
-  const uint16_t b256 = encode16(kBf16, 256), b258 = encode16(kBf16, 258);
-  const uint16_t b1 = encode16(kBf16, 1), b260 = encode16(kBf16, 260);
-  EXPECT_EQ(reduced<uint16_t>({b256, b258}, {b1, b1}, collieBfloat16, collieSum),
-            (std::vector<uint16_t>{b256, b260}));
+  forEachVariant([&] {
+    // 2048 + 1 = 2049 lies halfway between halves 2048 and 2050; 2050 + 1 between 2050 and 2052.
+    const uint16_t h2048 = encode16(kHalf, 2048), h2050 = encode16(kHalf, 2050);
+    const uint16_t h1 = encode16(kHalf, 1), h2052 = encode16(kHalf, 2052);
+    EXPECT_EQ(reduced<uint16_t>({h2048, h2050}, {h1, h1}, collieFloat16, collieSum),
+              (std::vector<uint16_t>{h2048, h2052}));
+    const uint16_t b256 = encode16(kBf16, 256), b258 = encode16(kBf16, 258);
+    const uint16_t b1 = encode16(kBf16, 1), b260 = encode16(kBf16, 260);
+    EXPECT_EQ(reduced<uint16_t>({b256, b258}, {b1, b1}, collieBfloat16, collieSum),
+              (std::vector<uint16_t>{b256, b260}));
+  });
 }
 
 // Every 16-bit pattern through the vector conversion paths of the kernels: x + -0 and x * 1 are
@@ -781,10 +845,10 @@ void checkIdentityOnEveryPattern(collieDataType_t dtype, Format16 f) {
 }
 
 TEST(ReduceFloats, HalfIdentityOnEveryPattern) {
-  checkIdentityOnEveryPattern(collieFloat16, kHalf);
+  forEachVariant([&] { checkIdentityOnEveryPattern(collieFloat16, kHalf); });
 }
 TEST(ReduceFloats, Bf16IdentityOnEveryPattern) {
-  checkIdentityOnEveryPattern(collieBfloat16, kBf16);
+  forEachVariant([&] { checkIdentityOnEveryPattern(collieBfloat16, kBf16); });
 }
 
 TEST(ReduceDeathTest, DeviceMemoryAborts) {
@@ -797,43 +861,47 @@ TEST(ReduceDeathTest, DeviceMemoryAborts) {
 // scaleForAvg.
 
 TEST(ScaleForAvg, F32MultipliesByTheF32Reciprocal) {
-  std::mt19937_64 rng(7);
-  for (int divisor : {1, 3, 7, 8, 1000}) {
-    const float inv = 1.0f / static_cast<float>(divisor);
-    for (size_t n : {size_t{1}, size_t{7}, size_t{33}, size_t{1001}}) {
-      std::vector<float> x(n);
-      for (float& v : x) v = F32Ref::random(rng);
-      std::vector<unsigned char> buf(n * 4 + 1);
-      std::memcpy(buf.data() + 1, x.data(), n * 4);  // unaligned
-      scaleForAvg(buf.data() + 1, n, collieFloat32, divisor);
-      for (size_t i = 0; i < n; ++i) {
-        const float got = loadAt<float>(buf.data() + 1, i);
-        // One rounding of the exact product, which double holds exactly.
-        const float want = static_cast<float>(static_cast<double>(x[i]) * inv);
-        if (std::isnan(want)) {
-          ASSERT_TRUE(std::isnan(got)) << i;
-        } else {
-          ASSERT_EQ(floatBits(got), floatBits(want)) << x[i] << " / " << divisor;
+  forEachVariant([&] {
+    std::mt19937_64 rng(7);
+    for (int divisor : {1, 3, 7, 8, 1000}) {
+      const float inv = 1.0f / static_cast<float>(divisor);
+      for (size_t n : {size_t{1}, size_t{7}, size_t{33}, size_t{1001}}) {
+        std::vector<float> x(n);
+        for (float& v : x) v = F32Ref::random(rng);
+        std::vector<unsigned char> buf(n * 4 + 1);
+        std::memcpy(buf.data() + 1, x.data(), n * 4);  // unaligned
+        runScale(buf.data() + 1, n, collieFloat32, divisor);
+        for (size_t i = 0; i < n; ++i) {
+          const float got = loadAt<float>(buf.data() + 1, i);
+          // One rounding of the exact product, which double holds exactly.
+          const float want = static_cast<float>(static_cast<double>(x[i]) * inv);
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(got)) << i;
+          } else {
+            ASSERT_EQ(floatBits(got), floatBits(want)) << x[i] << " / " << divisor;
+          }
         }
       }
     }
-  }
+  });
 }
 
 TEST(ScaleForAvg, F64MultipliesByTheReciprocal) {
-  std::vector<double> x = {1.0, -3.0, 1e300, -0.0, INFINITY, 5e-324, 7.0, 9.0, 10.0};
-  const std::vector<double> orig = x;
-  scaleForAvg(x.data(), x.size(), collieFloat64, 3);
-  for (size_t i = 0; i < x.size(); ++i) {
-    EXPECT_EQ(bitsOf(x[i]), bitsOf(orig[i] * (1.0 / 3))) << orig[i];
-    // and it is the quotient to within an ulp
-    if (std::isfinite(orig[i])) {
-      EXPECT_LE(std::fabs(x[i] - orig[i] / 3), std::fabs(orig[i] / 3) * 0x1p-52) << orig[i];
+  forEachVariant([&] {
+    std::vector<double> x = {1.0, -3.0, 1e300, -0.0, INFINITY, 5e-324, 7.0, 9.0, 10.0};
+    const std::vector<double> orig = x;
+    runScale(x.data(), x.size(), collieFloat64, 3);
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(bitsOf(x[i]), bitsOf(orig[i] * (1.0 / 3))) << orig[i];
+      // and it is the quotient to within an ulp
+      if (std::isfinite(orig[i])) {
+        EXPECT_LE(std::fabs(x[i] - orig[i] / 3), std::fabs(orig[i] / 3) * 0x1p-52) << orig[i];
+      }
     }
-  }
-  std::vector<double> n = {std::numeric_limits<double>::quiet_NaN()};
-  scaleForAvg(n.data(), 1, collieFloat64, 4);
-  EXPECT_TRUE(std::isnan(n[0]));
+    std::vector<double> n = {std::numeric_limits<double>::quiet_NaN()};
+    runScale(n.data(), 1, collieFloat64, 4);
+    EXPECT_TRUE(std::isnan(n[0]));
+  });
 }
 
 // f16/bf16 scale in f32 and round once: within one step of the exact quotient rounded once.
@@ -842,7 +910,7 @@ void checkScale16(collieDataType_t dtype, Format16 f) {
     std::vector<uint16_t> x(0x10000);
     for (uint32_t i = 0; i < 0x10000; ++i) x[i] = static_cast<uint16_t>(i);
     std::vector<uint16_t> got = x;
-    scaleForAvg(got.data(), got.size(), dtype, divisor);
+    runScale(got.data(), got.size(), dtype, divisor);
     for (uint32_t i = 0; i < 0x10000; ++i) {
       const double exact = decode16(f, x[i]) / divisor;
       if (std::isnan(exact)) {
@@ -860,55 +928,63 @@ void checkScale16(collieDataType_t dtype, Format16 f) {
   }
 }
 
-TEST(ScaleForAvg, HalfWithinOneUlpOfTheQuotient) { checkScale16(collieFloat16, kHalf); }
-TEST(ScaleForAvg, Bf16WithinOneUlpOfTheQuotient) { checkScale16(collieBfloat16, kBf16); }
+TEST(ScaleForAvg, HalfWithinOneUlpOfTheQuotient) {
+  forEachVariant([&] { checkScale16(collieFloat16, kHalf); });
+}
+TEST(ScaleForAvg, Bf16WithinOneUlpOfTheQuotient) {
+  forEachVariant([&] { checkScale16(collieBfloat16, kBf16); });
+}
 
 TEST(ScaleForAvg, IntegersTruncateTowardZero) {
-  std::vector<int32_t> i32 = {-7, 7, -1, -6, std::numeric_limits<int32_t>::min(), 5};
-  scaleForAvg(i32.data(), i32.size(), collieInt32, 2);
-  EXPECT_EQ(i32, (std::vector<int32_t>{-3, 3, 0, -3, -1073741824, 2}));
+  forEachVariant([&] {
+    std::vector<int32_t> i32 = {-7, 7, -1, -6, std::numeric_limits<int32_t>::min(), 5};
+    runScale(i32.data(), i32.size(), collieInt32, 2);
+    EXPECT_EQ(i32, (std::vector<int32_t>{-3, 3, 0, -3, -1073741824, 2}));
 
-  std::vector<int8_t> i8 = {-128, 127, -5, -128};
-  scaleForAvg(i8.data(), 3, collieInt8, 3);  // the last element is outside count
-  EXPECT_EQ(i8, (std::vector<int8_t>{-42, 42, -1, -128}));
-  std::vector<int8_t> i8big = {-128, 127};
-  scaleForAvg(i8big.data(), 2, collieInt8, 200);  // a divisor wider than the type
-  EXPECT_EQ(i8big, (std::vector<int8_t>{0, 0}));
+    std::vector<int8_t> i8 = {-128, 127, -5, -128};
+    runScale(i8.data(), 3, collieInt8, 3);  // the last element is outside count
+    EXPECT_EQ(i8, (std::vector<int8_t>{-42, 42, -1, -128}));
+    std::vector<int8_t> i8big = {-128, 127};
+    runScale(i8big.data(), 2, collieInt8, 200);  // a divisor wider than the type
+    EXPECT_EQ(i8big, (std::vector<int8_t>{0, 0}));
 
-  std::vector<uint8_t> u8 = {255, 7, 200};
-  scaleForAvg(u8.data(), u8.size(), collieUint8, 2);
-  EXPECT_EQ(u8, (std::vector<uint8_t>{127, 3, 100}));
-  std::vector<uint8_t> u8big = {255};
-  scaleForAvg(u8big.data(), 1, collieUint8, 256);
-  EXPECT_EQ(u8big, (std::vector<uint8_t>{0}));
+    std::vector<uint8_t> u8 = {255, 7, 200};
+    runScale(u8.data(), u8.size(), collieUint8, 2);
+    EXPECT_EQ(u8, (std::vector<uint8_t>{127, 3, 100}));
+    std::vector<uint8_t> u8big = {255};
+    runScale(u8big.data(), 1, collieUint8, 256);
+    EXPECT_EQ(u8big, (std::vector<uint8_t>{0}));
 
-  std::vector<uint32_t> u32 = {0xFFFFFFFFu, 10u};
-  scaleForAvg(u32.data(), u32.size(), collieUint32, 4);
-  EXPECT_EQ(u32, (std::vector<uint32_t>{0x3FFFFFFFu, 2u}));
+    std::vector<uint32_t> u32 = {0xFFFFFFFFu, 10u};
+    runScale(u32.data(), u32.size(), collieUint32, 4);
+    EXPECT_EQ(u32, (std::vector<uint32_t>{0x3FFFFFFFu, 2u}));
 
-  std::vector<int64_t> i64 = {-9, std::numeric_limits<int64_t>::min(), 9};
-  scaleForAvg(i64.data(), i64.size(), collieInt64, 4);
-  EXPECT_EQ(i64, (std::vector<int64_t>{-2, std::numeric_limits<int64_t>::min() / 4, 2}));
+    std::vector<int64_t> i64 = {-9, std::numeric_limits<int64_t>::min(), 9};
+    runScale(i64.data(), i64.size(), collieInt64, 4);
+    EXPECT_EQ(i64, (std::vector<int64_t>{-2, std::numeric_limits<int64_t>::min() / 4, 2}));
 
-  std::vector<uint64_t> u64 = {~0ull, 3};
-  scaleForAvg(u64.data(), u64.size(), collieUint64, 3);
-  EXPECT_EQ(u64, (std::vector<uint64_t>{0x5555555555555555ull, 1}));
+    std::vector<uint64_t> u64 = {~0ull, 3};
+    runScale(u64.data(), u64.size(), collieUint64, 3);
+    EXPECT_EQ(u64, (std::vector<uint64_t>{0x5555555555555555ull, 1}));
+  });
 }
 
 TEST(ScaleForAvg, IntegersUnalignedAndLong) {
-  std::mt19937_64 rng(11);
-  const size_t n = 1001;
-  std::vector<int64_t> x(n);
-  for (int64_t& v : x) v = static_cast<int64_t>(rng());
-  std::vector<unsigned char> buf(n * 8 + 3);
-  std::memcpy(buf.data() + 3, x.data(), n * 8);
-  scaleForAvg(buf.data() + 3, n, collieInt64, 6);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t got = loadAt<int64_t>(buf.data() + 3, i);
-    const int64_t q = x[i] / 6;  // C++ truncates toward zero
-    ASSERT_EQ(got, q) << x[i];
-    ASSERT_LE(std::llabs(x[i] - got * 6), 5) << x[i];
-  }
+  forEachVariant([&] {
+    std::mt19937_64 rng(11);
+    const size_t n = 1001;
+    std::vector<int64_t> x(n);
+    for (int64_t& v : x) v = static_cast<int64_t>(rng());
+    std::vector<unsigned char> buf(n * 8 + 3);
+    std::memcpy(buf.data() + 3, x.data(), n * 8);
+    runScale(buf.data() + 3, n, collieInt64, 6);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t got = loadAt<int64_t>(buf.data() + 3, i);
+      const int64_t q = x[i] / 6;  // C++ truncates toward zero
+      ASSERT_EQ(got, q) << x[i];
+      ASSERT_LE(std::llabs(x[i] - got * 6), 5) << x[i];
+    }
+  });
 }
 
 }  // namespace
