@@ -27,14 +27,15 @@ Status CommImpl::init(BootstrapInfo info) {
   logSetRank(rank_);
   COLLIE_RETURN_IF_ERROR(configure().withContext(initWhere(info)));
   initDeadline_ = Deadline::afterMs(cfg_.connectMs);
-  const Status met = meet(&info);
+  Status s = meet(&info);
   const std::string where = initWhere(info);  // where the store was found
-  COLLIE_RETURN_IF_ERROR(met.withContext(where));
-  COLLIE_RETURN_IF_ERROR(connect(info).withContext(where));
-  COLLIE_RETURN_IF_ERROR(setUpWaits().withContext(where));
-  COLLIE_RETURN_IF_ERROR(setUpTuning().withContext(where));
-  COLLIE_RETURN_IF_ERROR(prepareAlgorithms().withContext(where));
-  return startProgress().withContext(where);
+  if (s.isOk()) s = connect(info);
+  if (s.isOk()) s = setUpWaits();
+  if (s.isOk()) s = setUpTuning();
+  if (s.isOk()) s = prepareAlgorithms();
+  if (s.isOk()) s = startProgress();
+  if (!s.isOk()) abandonRendezvous(&rv_, rank_, nranks_, initDeadline_);
+  return s.withContext(where);
 }
 
 Status CommImpl::configure() {

@@ -156,4 +156,11 @@ Status leaveRendezvous(Rendezvous* rv, int rank, int nranks, const Deadline& dea
   return rv->store->wait(ready, deadline, nullptr);
 }
 
+void abandonRendezvous(Rendezvous* rv, int rank, int nranks, const Deadline& deadline) {
+  if (!rv->store) return;
+  // A failure that every rank meets alike (a setting, an unreachable peer) ends each init soon.
+  constexpr int64_t kLingerMs = 2000;
+  leaveRendezvous(rv, rank, nranks, Deadline::afterMs(deadline.remainingMs(kLingerMs)));
+}
+
 }  // namespace collie

@@ -30,4 +30,9 @@ Status rendezvous(BootstrapInfo* info, const RankRecord& mine, int64_t connectMs
 // its use, so that nobody loses it in the middle.
 Status leaveRendezvous(Rendezvous* rv, int rank, int nranks, const Deadline& deadline);
 
+// Init failed on this rank after it reached the store: it says so, and where it serves the
+// store it keeps it briefly, until every rank has left or failed too, so that the others report
+// their own reason rather than a store that went away.
+void abandonRendezvous(Rendezvous* rv, int rank, int nranks, const Deadline& deadline);
+
 }  // namespace collie
