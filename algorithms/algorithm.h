@@ -24,6 +24,10 @@ namespace collie {
 //   Broadcast      root's send (count) lands in every recv; send is nullptr off root.
 //   Reduce         every send (count) reduces into root's recv; recv is nullptr off root.
 //   Barrier        count 0, no buffers.
+//   AllToAll       count per peer: send and recv hold nranks * count, block j to/from rank j.
+//   AllToAllv      sendCounts/sendDispls/recvCounts/recvDispls (elements, nranks each); count 0.
+//   Gather         every send (count) lands at root's recv + rank * count; recv null off root.
+//   Scatter        block r of root's send (nranks * count) lands in rank r's recv.
 // In place means send == recv (AllReduce, Broadcast, Reduce), recv == send + rank * count
 // (ReduceScatter) or send == recv + rank * count (AllGather).
 struct CollArgs {
@@ -36,6 +40,11 @@ struct CollArgs {
   int root = -1;
   MemoryKind memory = MemoryKind::kHost;
   int device = -1;  // the CUDA device of kCuda buffers
+  // AllToAllv only: per peer, in elements; the caller's arrays, valid for the call.
+  const size_t* sendCounts = nullptr;
+  const size_t* sendDispls = nullptr;
+  const size_t* recvCounts = nullptr;
+  const size_t* recvDispls = nullptr;
 };
 
 // Link parameters for the cost model: a message costs alpha + bytes / beta, and reducing

@@ -29,7 +29,7 @@ class RingAllReduce : public Algorithm {
   const char* name() const override { return "ring"; }
   uint8_t id() const override { return kRingId; }
   bool supports(Collective coll, MemoryKind kind) const override {
-    return coll != Collective::kBarrier && kind == MemoryKind::kHost;
+    return isClassicCollective(coll) && coll != Collective::kBarrier && kind == MemoryKind::kHost;
   }
   double costUs(const CollArgs& a, int n, const LinkModel& link) const override {
     const double bytes = static_cast<double>(argBytes(a));

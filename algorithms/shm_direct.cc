@@ -38,8 +38,7 @@ class ShmDirect : public Algorithm {
   const char* name() const override { return "shm_direct"; }
   uint8_t id() const override { return kShmDirectId; }
   bool supports(Collective coll, MemoryKind kind) const override {
-    (void)coll;  // every collective, the barrier too
-    return kind == MemoryKind::kHost;
+    return isClassicCollective(coll) && kind == MemoryKind::kHost;  // the barrier too
   }
   bool usable(const AlgoContext& ctx, const CollArgs& a) const override;
   double costUs(const CollArgs& a, int n, const LinkModel& link) const override;

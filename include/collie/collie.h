@@ -142,6 +142,62 @@ COLLIE_API collieResult_t collieReduce(const void* sendbuff, void* recvbuff, siz
 /* Returns once every rank has entered it. */
 COLLIE_API collieResult_t collieBarrier(collieComm_t comm);
 
+/* Each rank sends count elements to every rank and receives count from each: block j of
+ * sendbuff (offset j * count) goes to rank j, block i of recvbuff comes from rank i. Both hold
+ * nranks * count elements. In place (sendbuff == recvbuff) is allowed. */
+COLLIE_API collieResult_t collieAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                         collieDataType_t datatype, collieComm_t comm,
+                                         void* stream);
+
+/* All-to-all with a count per peer: sendcounts[j] elements from sendbuff + sdispls[j] go to rank
+ * j, recvcounts[i] elements from rank i land at recvbuff + rdispls[i] (counts and displacements
+ * in elements). recvcounts[i] on this rank must equal sendcounts[this rank] on rank i. The
+ * buffers must not overlap (no in-place form). */
+COLLIE_API collieResult_t collieAlltoAllv(const void* sendbuff, const size_t sendcounts[],
+                                          const size_t sdispls[], void* recvbuff,
+                                          const size_t recvcounts[], const size_t rdispls[],
+                                          collieDataType_t datatype, collieComm_t comm,
+                                          void* stream);
+
+/* Root's recvbuff (nranks * count elements) gets rank i's sendbuff (count) at offset i * count.
+ * recvbuff is used on root only; in place on root: sendbuff == recvbuff + root * count. */
+COLLIE_API collieResult_t collieGather(const void* sendbuff, void* recvbuff, size_t count,
+                                       collieDataType_t datatype, int root, collieComm_t comm,
+                                       void* stream);
+
+/* Rank i's recvbuff (count elements) gets block i of root's sendbuff (nranks * count). sendbuff
+ * is used on root only; in place on root: recvbuff == sendbuff + root * count. */
+COLLIE_API collieResult_t collieScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                        collieDataType_t datatype, int root, collieComm_t comm,
+                                        void* stream);
+
+/* Point-to-point. A send to peer matches the receive from this rank with the same tag (collieSend
+ * and collieRecv use tag 0), in order per pair of ranks and tag; count and datatype must agree
+ * (else collieInvalidUsage on both ranks). peer may be this rank, within a group. Host memory:
+ * blocking outside a group, posted and completed by collieGroupEnd inside one. */
+COLLIE_API collieResult_t collieSend(const void* sendbuff, size_t count, collieDataType_t datatype,
+                                     int peer, collieComm_t comm, void* stream);
+COLLIE_API collieResult_t collieRecv(void* recvbuff, size_t count, collieDataType_t datatype,
+                                     int peer, collieComm_t comm, void* stream);
+/* With a tag (>= 0): messages match on peer and tag, in order per pair and tag. */
+COLLIE_API collieResult_t collieSendTagged(const void* sendbuff, size_t count,
+                                           collieDataType_t datatype, int peer, int tag,
+                                           collieComm_t comm, void* stream);
+COLLIE_API collieResult_t collieRecvTagged(void* recvbuff, size_t count,
+                                           collieDataType_t datatype, int peer, int tag,
+                                           collieComm_t comm, void* stream);
+/* Takes the first message with this tag from any peer and reports its rank in *peer. Blocking;
+ * not allowed inside a group. */
+COLLIE_API collieResult_t collieRecvAny(void* recvbuff, size_t count, collieDataType_t datatype,
+                                        int tag, int* peer, collieComm_t comm, void* stream);
+
+/* Everything called between these on this thread, on one or several communicators, is posted
+ * at collieGroupEnd and progresses together; collieGroupEnd returns when all of it is complete,
+ * with results as if issued in order. Groups nest: the outermost collieGroupEnd runs them. A
+ * ring of grouped sends and receives never deadlocks. */
+COLLIE_API collieResult_t collieGroupStart(void);
+COLLIE_API collieResult_t collieGroupEnd(void);
+
 /* Forces an algorithm for the following collectives of this communicator ("ring", "tree",
  * ...; NULL or "auto" gives the choice back to the tuner), as COLLIE_ALGO does at init. Call
  * it on every rank at the same point between collectives. A collective the forced algorithm

@@ -83,13 +83,21 @@ namespace collie {
   X(kAllGather, "allgather")                \
   X(kBroadcast, "broadcast")                \
   X(kReduce, "reduce")                      \
-  X(kBarrier, "barrier")
+  X(kBarrier, "barrier")                    \
+  X(kAllToAll, "alltoall")                  \
+  X(kAllToAllv, "alltoallv")                \
+  X(kGather, "gather")                      \
+  X(kScatter, "scatter")                    \
+  X(kSendRecv, "sendrecv")
 
 enum class Collective : uint8_t {
 #define COLLIE_X(e, n) e,
   COLLIE_COLLECTIVES(COLLIE_X)
 #undef COLLIE_X
 };
+
+// The collectives every ring-like schedule runs (the five reductions and gathers, the barrier).
+inline bool isClassicCollective(Collective c) { return c <= Collective::kBarrier; }
 
 inline const char* collectiveName(Collective c) {
   switch (c) {
