@@ -155,7 +155,11 @@ bool StreamConnection::readHeader(Sock& s, ssize_t* r) {
 }
 
 Status StreamConnection::eofError(Sock& s) {
-  if (s.recvs.empty() && s.hdrGot == 0 && !p2p_.waiting()) return Status::ok();
+  // A point-to-point message may still come on the other streams: it is lost only when every
+  // stream has ended.
+  const bool allEnded =
+      std::all_of(socks_.begin(), socks_.end(), [](const Sock& o) { return o.eof; });
+  if (s.recvs.empty() && s.hdrGot == 0 && (!p2p_.waiting() || !allEnded)) return Status::ok();
   return fail(remoteError("lost peer rank " + std::to_string(peer_) +
                           ": connection closed (the peer destroyed its communicator, exited or was "
                           "killed)"));
