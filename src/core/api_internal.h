@@ -2,9 +2,7 @@
 #pragma once
 
 #include <cstring>
-#include <exception>
-#include <new>
-#include <string>
+#include <functional>
 
 #include "algorithms/algorithm.h"
 #include "collie/collie.h"
@@ -13,24 +11,6 @@
 namespace collie {
 
 class CommImpl;
-
-// The C API's result of s: collieSuccess, or s's code with its message kept as the last error
-// of comm (when live) and of this thread.
-collieResult_t report(collieComm_t comm, const Status& s);
-
-// Runs fn (returning a Status) and reports its result; no exception crosses the C API.
-template <typename Fn>
-collieResult_t guarded(collieComm_t comm, Fn&& fn) {
-  try {
-    return report(comm, fn());
-  } catch (const std::bad_alloc&) {
-    return report(comm, systemError("out of memory"));
-  } catch (const std::exception& e) {
-    return report(comm, internalError(std::string("unexpected exception: ") + e.what()));
-  } catch (...) {
-    return report(comm, internalError("unexpected exception"));
-  }
-}
 
 // Ok when comm is a live communicator of this process.
 Status checkComm(const collieComm* comm);
@@ -41,8 +21,12 @@ CommImpl* commImpl(collieComm_t comm);
 // op arrive as raw enum bits (see enumBits) so that a value outside the enum is never loaded as
 // one.
 // rank is this rank (in-place relations and root-only buffers depend on it).
-Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype,
-                    int op, int root, int rank, int nranks, CollArgs* out);
+Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype, int op,
+                    int root, int rank, int nranks, CollArgs* out);
+
+// Runs fn as every C API call does: no exception escapes, and an error becomes comm's (or this
+// thread's) last error and the returned code.
+collieResult_t apiCall(collieComm_t comm, const std::function<Status()>& fn);
 
 // AllToAllv's arguments, checked as makeCollArgs checks the others: null arrays, counts and
 // displacements whose byte offsets overflow, null buffers where counts are not zero, send and

@@ -30,6 +30,27 @@ thread_local const collieComm* tChecked = nullptr;
 thread_local uint64_t tCheckedAt = 0;
 thread_local std::string tLastError;
 
+collieResult_t report(collieComm_t comm, const Status& s) {
+  if (s.isOk()) return collieSuccess;
+  if (comm != nullptr && checkComm(comm).isOk()) comm->impl->setLastError(s.message());
+  tLastError = s.message();
+  COLLIE_INFO(kLogColl, "%s", s.toString().c_str());
+  return s.code();
+}
+
+template <typename Fn>
+collieResult_t guarded(collieComm_t comm, Fn&& fn) {
+  try {
+    return report(comm, fn());
+  } catch (const std::bad_alloc&) {
+    return report(comm, systemError("out of memory"));
+  } catch (const std::exception& e) {
+    return report(comm, internalError(std::string("unexpected exception: ") + e.what()));
+  } catch (...) {
+    return report(comm, internalError("unexpected exception"));
+  }
+}
+
 Status initWith(collieComm_t* out, StatusOr<BootstrapInfo> info) {
   if (!info.isOk()) return info.status();
   auto c = CommImpl::create(info.take());
@@ -45,14 +66,6 @@ Status initWith(collieComm_t* out, StatusOr<BootstrapInfo> info) {
 
 }  // namespace
 
-collieResult_t report(collieComm_t comm, const Status& s) {
-  if (s.isOk()) return collieSuccess;
-  if (comm != nullptr && checkComm(comm).isOk()) comm->impl->setLastError(s.message());
-  tLastError = s.message();
-  COLLIE_INFO(kLogColl, "%s", s.toString().c_str());
-  return s.code();
-}
-
 Status checkComm(const collieComm* comm) {
   if (comm == nullptr) return invalidArgument("comm is NULL");
   const uint64_t destroyed = gDestroyed.load(std::memory_order_acquire);
@@ -66,6 +79,10 @@ Status checkComm(const collieComm* comm) {
 }
 
 CommImpl* commImpl(collieComm_t comm) { return comm->impl.get(); }
+
+collieResult_t apiCall(collieComm_t comm, const std::function<Status()>& fn) {
+  return guarded(comm, fn);
+}
 
 }  // namespace collie
 
