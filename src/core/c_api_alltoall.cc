@@ -140,7 +140,7 @@ extern "C" {
 collieResult_t collieAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                               collieDataType_t datatype, collieComm_t comm, void* stream) {
   (void)stream;  // host memory only: the call returns with the result
-  return collie::guarded(comm, [&] {
+  return collie::apiCall(comm, [&] {
     return collie::runBlocks(collie::Collective::kAllToAll, sendbuff, recvbuff, count,
                              collie::enumBits(datatype), -1, comm);
   });
@@ -151,7 +151,7 @@ collieResult_t collieAlltoAllv(const void* sendbuff, const size_t sendcounts[],
                                const size_t rdispls[], collieDataType_t datatype, collieComm_t comm,
                                void* stream) {
   (void)stream;
-  return collie::guarded(comm, [&]() -> collie::Status {
+  return collie::apiCall(comm, [&]() -> collie::Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     collie::CommImpl* impl = collie::commImpl(comm);
     collie::CollArgs a;
@@ -166,7 +166,7 @@ collieResult_t collieAlltoAllv(const void* sendbuff, const size_t sendcounts[],
 collieResult_t collieGather(const void* sendbuff, void* recvbuff, size_t count,
                             collieDataType_t datatype, int root, collieComm_t comm, void* stream) {
   (void)stream;
-  return collie::guarded(comm, [&] {
+  return collie::apiCall(comm, [&] {
     return collie::runBlocks(collie::Collective::kGather, sendbuff, recvbuff, count,
                              collie::enumBits(datatype), root, comm);
   });
@@ -175,7 +175,7 @@ collieResult_t collieGather(const void* sendbuff, void* recvbuff, size_t count,
 collieResult_t collieScatter(const void* sendbuff, void* recvbuff, size_t count,
                              collieDataType_t datatype, int root, collieComm_t comm, void* stream) {
   (void)stream;
-  return collie::guarded(comm, [&] {
+  return collie::apiCall(comm, [&] {
     return collie::runBlocks(collie::Collective::kScatter, sendbuff, recvbuff, count,
                              collie::enumBits(datatype), root, comm);
   });
