@@ -117,6 +117,9 @@ std::unique_ptr<Algorithm> makeDisseminationAlgorithm();
 std::unique_ptr<Algorithm> makeTreeAlgorithm();
 std::unique_ptr<Algorithm> makeRhdAlgorithm();
 std::unique_ptr<Algorithm> makeHierarchicalAlgorithm();
+std::unique_ptr<Algorithm> makePairwiseAlgorithm();
+std::unique_ptr<Algorithm> makeBruckAlgorithm();
+std::unique_ptr<Algorithm> makeLinearAlgorithm();
 
 // Bytes of one rank's contribution: count elements of dtype.
 inline size_t argBytes(const CollArgs& a) { return a.count * dtypeSize(a.dtype); }

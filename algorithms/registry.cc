@@ -14,6 +14,9 @@ std::vector<std::unique_ptr<Algorithm>> buildAlgorithms() {
   algos.push_back(makeRhdAlgorithm());
   algos.push_back(makeHierarchicalAlgorithm());
   algos.push_back(makeDisseminationAlgorithm());
+  algos.push_back(makePairwiseAlgorithm());
+  algos.push_back(makeBruckAlgorithm());
+  algos.push_back(makeLinearAlgorithm());
   return algos;
 }
 

@@ -152,7 +152,8 @@ COLLIE_API collieResult_t collieAlltoAll(const void* sendbuff, void* recvbuff, s
 /* All-to-all with a count per peer: sendcounts[j] elements from sendbuff + sdispls[j] go to rank
  * j, recvcounts[i] elements from rank i land at recvbuff + rdispls[i] (counts and displacements
  * in elements). recvcounts[i] on this rank must equal sendcounts[this rank] on rank i. The
- * buffers must not overlap (no in-place form). */
+ * buffers must not overlap (no in-place form). Inside a group the four arrays, like the buffers,
+ * must stay valid until collieGroupEnd. */
 COLLIE_API collieResult_t collieAlltoAllv(const void* sendbuff, const size_t sendcounts[],
                                           const size_t sdispls[], void* recvbuff,
                                           const size_t recvcounts[], const size_t rdispls[],

@@ -1,5 +1,5 @@
 // Collie C++ API: a RAII Communicator over the C API's communicator, results instead of
-// exceptions, typed views (pointer + count) for C++17, and asynchronous AllReduce returning a
+// exceptions, typed views (pointer + count) for C++17, and asynchronous calls returning a
 // Work. Blocking calls on host memory run in the calling thread. The classes marked COLLIE_API
 // are exported: their out-of-line members are the library's C++ ABI; inline ones are compiled
 // into the caller.
@@ -165,6 +165,27 @@ class COLLIE_API Communicator {
   template <typename T>
   Result broadcast(View<T> inout, int root) {
     return broadcast(inout.data, inout.data, inout.size, DataTypeOf<T>::value, root);
+  }
+  // All-to-all, gather and scatter with the C API's buffer conventions (see collie.h); host
+  // memory only so far.
+  Result alltoall(const void* send, void* recv, size_t count, collieDataType_t dtype);
+  Result alltoallv(const void* send, const size_t* sendcounts, const size_t* sdispls, void* recv,
+                   const size_t* recvcounts, const size_t* rdispls, collieDataType_t dtype);
+  Result gather(const void* send, void* recv, size_t count, collieDataType_t dtype, int root);
+  Result scatter(const void* send, void* recv, size_t count, collieDataType_t dtype, int root);
+  // Asynchronous forms, in call order with every other operation. The buffers, and for
+  // alltoallvAsync the four count and displacement arrays, must stay valid and untouched until
+  // the Work completes.
+  Work alltoallAsync(const void* send, void* recv, size_t count, collieDataType_t dtype);
+  Work alltoallvAsync(const void* send, const size_t* sendcounts, const size_t* sdispls, void* recv,
+                      const size_t* recvcounts, const size_t* rdispls, collieDataType_t dtype);
+  Work gatherAsync(const void* send, void* recv, size_t count, collieDataType_t dtype, int root);
+  Work scatterAsync(const void* send, void* recv, size_t count, collieDataType_t dtype, int root);
+  template <typename T>
+  Result alltoall(View<const T> send, View<T> recv) {
+    const size_t n = static_cast<size_t>(size());
+    if (n == 0 || send.size != recv.size || send.size % n != 0) return sizeMismatch();
+    return alltoall(send.data, recv.data, send.size / n, DataTypeOf<T>::value);
   }
   // "ring", "tree", ... for the following collectives; "auto" (or "") gives it to the tuner.
   Result setAlgorithm(const std::string& name);

@@ -24,7 +24,8 @@ static const std::vector<ParamInfo>& table() {
        "TCP sockets per peer, 1..64; 0: 3 to a peer on this host, 1 to a peer on another host. "
        "Messages >= COLLIE_STRIPE_BYTES are striped over a peer's sockets"},
       {"COLLIE_STRIPE_BYTES", "256K", "smallest message striped over all of a peer's sockets"},
-      {"COLLIE_CHUNK_BYTES", "512K", "pipeline chunk of the ring algorithm, bytes"},
+      {"COLLIE_CHUNK_BYTES", "512K",
+       "pipeline chunk of the ring, pairwise, bruck and linear algorithms, bytes"},
       {"COLLIE_SOCKET_BUFFER", "",
        "SO_SNDBUF/SO_RCVBUF per socket (unset: 4M to a peer on this host, 512K to a peer on "
        "another host; 0 = kernel default; at least 64K)"},

@@ -28,6 +28,16 @@ Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count,
 // thread's) last error and the returned code.
 collieResult_t apiCall(collieComm_t comm, const std::function<Status()>& fn);
 
+// AllToAllv's arguments, checked as makeCollArgs checks the others: null arrays, counts and
+// displacements whose byte offsets overflow, null buffers where counts are not zero, send and
+// receive segments that overlap, receive segments that overlap each other.
+Status makeAllToAllvArgs(const void* send, const size_t* sendCounts, const size_t* sendDispls,
+                         void* recv, const size_t* recvCounts, const size_t* recvDispls, int dtype,
+                         int nranks, CollArgs* out);
+
+// The collectives that run on host memory only so far refuse device buffers.
+Status requireHostMemory(const CollArgs& a);
+
 // Sets a->memory and a->device from where send and recv live; they must live in one place.
 Status classifyBuffers(const char* op, CollArgs* a);
 

@@ -114,6 +114,90 @@ Result Communicator::reduce(const void* send, void* recv, size_t count, collieDa
 
 Result Communicator::barrier() { return fromC(collieBarrier(comm_), comm_); }
 
+Result Communicator::alltoall(const void* send, void* recv, size_t count, collieDataType_t dtype) {
+  return fromC(collieAlltoAll(send, recv, count, dtype, comm_, nullptr), comm_);
+}
+
+Result Communicator::alltoallv(const void* send, const size_t* sendcounts, const size_t* sdispls,
+                               void* recv, const size_t* recvcounts, const size_t* rdispls,
+                               collieDataType_t dtype) {
+  return fromC(
+      collieAlltoAllv(send, sendcounts, sdispls, recv, recvcounts, rdispls, dtype, comm_, nullptr),
+      comm_);
+}
+
+Result Communicator::gather(const void* send, void* recv, size_t count, collieDataType_t dtype,
+                            int root) {
+  return fromC(collieGather(send, recv, count, dtype, root, comm_, nullptr), comm_);
+}
+
+Result Communicator::scatter(const void* send, void* recv, size_t count, collieDataType_t dtype,
+                             int root) {
+  return fromC(collieScatter(send, recv, count, dtype, root, comm_, nullptr), comm_);
+}
+
+// Queues the host-memory call that make builds (make(impl, &args) -> Status) on comm.
+template <typename Make>
+static Status queueHost(collieComm_t comm, Make&& make, std::shared_ptr<WorkState>* state) {
+  COLLIE_RETURN_IF_ERROR(checkComm(comm));
+  CollArgs a;
+  COLLIE_RETURN_IF_ERROR(make(commImpl(comm), &a));
+  COLLIE_RETURN_IF_ERROR(requireHostMemory(a));
+  return commImpl(comm)->runAsync(a, state);
+}
+
+// A call of coll with the C API's (send, recv, count, dtype, root), queued on comm.
+static Status queueBlocks(collieComm_t comm, Collective coll, const void* send, void* recv,
+                          size_t count, collieDataType_t dtype, int root,
+                          std::shared_ptr<WorkState>* state) {
+  return queueHost(
+      comm,
+      [&](CommImpl* c, CollArgs* a) {
+        return makeCollArgs(coll, send, recv, count, enumBits(dtype), collieSum, root, c->rank(),
+                            c->size(), a);
+      },
+      state);
+}
+
+Work Communicator::alltoallAsync(const void* send, void* recv, size_t count,
+                                 collieDataType_t dtype) {
+  Work w;
+  Status s = queueBlocks(comm_, Collective::kAllToAll, send, recv, count, dtype, -1, &w.state_);
+  if (!s.isOk()) w.immediate_ = fromStatus(s);
+  return w;
+}
+
+Work Communicator::alltoallvAsync(const void* send, const size_t* sendcounts, const size_t* sdispls,
+                                  void* recv, const size_t* recvcounts, const size_t* rdispls,
+                                  collieDataType_t dtype) {
+  Work w;
+  Status s = queueHost(
+      comm_,
+      [&](CommImpl* c, CollArgs* a) {
+        return makeAllToAllvArgs(send, sendcounts, sdispls, recv, recvcounts, rdispls,
+                                 enumBits(dtype), c->size(), a);
+      },
+      &w.state_);
+  if (!s.isOk()) w.immediate_ = fromStatus(s);
+  return w;
+}
+
+Work Communicator::gatherAsync(const void* send, void* recv, size_t count, collieDataType_t dtype,
+                               int root) {
+  Work w;
+  Status s = queueBlocks(comm_, Collective::kGather, send, recv, count, dtype, root, &w.state_);
+  if (!s.isOk()) w.immediate_ = fromStatus(s);
+  return w;
+}
+
+Work Communicator::scatterAsync(const void* send, void* recv, size_t count, collieDataType_t dtype,
+                                int root) {
+  Work w;
+  Status s = queueBlocks(comm_, Collective::kScatter, send, recv, count, dtype, root, &w.state_);
+  if (!s.isOk()) w.immediate_ = fromStatus(s);
+  return w;
+}
+
 Result Communicator::setAlgorithm(const std::string& name) {
   return fromC(collieCommSetAlgorithm(comm_, name.c_str()), comm_);
 }

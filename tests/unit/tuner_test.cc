@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace collie {
@@ -188,6 +189,49 @@ TEST(Tuner, ForcedAlgorithmWinsOrFailsClearlyButNotForBarriers) {
   EXPECT_EQ(s.code(), collieInvalidArgument);
   EXPECT_NE(s.message().find("dissemination"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("allgather"), std::string::npos) << s.message();
+}
+
+// AllToAll: Bruck's log2(n) rounds for small blocks, pairwise exchange for large ones, over the
+// network and shared memory alike; two ranks always pairwise (one round either way, without
+// Bruck's copies). AllToAllv and the rooted calls have one algorithm each, and no other
+// algorithm claims the new collectives.
+TEST(Tuner, AllToAllTakesBruckForSmallBlocksAndPairwiseForLarge) {
+  auto algos = buildAlgorithms();
+  std::vector<Connection*> none(8, nullptr);
+  AlgoContext ctx;
+  ctx.conns = none.data();
+  for (const LinkModel& link : {TransportLinks().tcp, TransportLinks().shm}) {
+    ctx.link = link;
+    for (int n : {4, 8}) {
+      ctx.nranks = n;
+      Algorithm* got = nullptr;
+      ASSERT_TRUE(pickAlgorithm(algos, nullptr, call(Collective::kAllToAll, 4), ctx, &got).isOk());
+      EXPECT_STREQ(got->name(), "bruck") << n;
+      ASSERT_TRUE(
+          pickAlgorithm(algos, nullptr, call(Collective::kAllToAll, 1 << 18), ctx, &got).isOk());
+      EXPECT_STREQ(got->name(), "pairwise") << n;
+    }
+    ctx.nranks = 2;
+    Algorithm* got = nullptr;
+    ASSERT_TRUE(pickAlgorithm(algos, nullptr, call(Collective::kAllToAll, 1), ctx, &got).isOk());
+    EXPECT_STREQ(got->name(), "pairwise");
+  }
+  ctx.nranks = 8;
+  const std::pair<Collective, const char*> only[] = {{Collective::kAllToAllv, "pairwise"},
+                                                     {Collective::kGather, "linear"},
+                                                     {Collective::kScatter, "linear"}};
+  for (const auto& c : only) {
+    for (auto& a : algos)
+      EXPECT_EQ(a->supports(c.first, MemoryKind::kHost), a->name() == std::string(c.second))
+          << a->name() << " " << collectiveName(c.first);
+  }
+  for (auto& a : algos) {
+    const std::string name = a->name();
+    EXPECT_EQ(a->supports(Collective::kAllToAll, MemoryKind::kHost),
+              name == "pairwise" || name == "bruck")
+        << name;
+    EXPECT_FALSE(a->supports(Collective::kAllToAll, MemoryKind::kCuda)) << name;
+  }
 }
 
 }  // namespace
