@@ -7,7 +7,14 @@
 
 namespace collie {
 
+static_assert(kP2PColl == static_cast<uint8_t>(Collective::kSendRecv), "p2p frames");
+
 std::string describeFrameTag(const FrameTag& t) {
+  if (isP2PFrame(t.coll))
+    return "message of " + std::to_string(t.count) + " " +
+           dtypeName(static_cast<collieDataType_t>(t.dtype)) + " with tag " +
+           std::to_string(static_cast<int32_t>(t.tag)) + " (#" + std::to_string(t.seq) +
+           " of its pair and tag)";
   std::string s = collectiveName(static_cast<Collective>(t.coll));
   s +=
       " count " + std::to_string(t.count) + " " + dtypeName(static_cast<collieDataType_t>(t.dtype));
@@ -76,11 +83,14 @@ std::string encodeAbort(uint64_t commId, const Status& failure) {
   h.commId = commId;
   h.len = reason.size();
   h.root = failure.stalledOn() >= 0 ? failure.stalledOn() : -1;
+  // A usage error stays one on every rank: the program, not a peer, is at fault.
+  h.op = failure.code() == collieInvalidUsage ? 1 : 0;
   return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + reason;
 }
 
 Status abortError(int peer, const FrameHeader& h, const std::string& reason) {
-  const Status st = remoteError("peer rank " + std::to_string(peer) + " aborted: " + reason);
+  const std::string msg = "peer rank " + std::to_string(peer) + " aborted: " + reason;
+  const Status st = h.op == 1 ? invalidUsage(msg) : remoteError(msg);
   return h.root >= 0 ? st.withStalledOn(h.root) : st;
 }
 

@@ -23,6 +23,11 @@ struct FrameTag {
   int32_t root = -1;
 };
 
+// Point-to-point frames: coll is kP2PColl, tag the user's tag, seq the message's number among
+// those of its pair of ranks and tag, op and algo its stripe and stripe count.
+constexpr uint8_t kP2PColl = 10;  // Collective::kSendRecv
+inline bool isP2PFrame(uint8_t coll) { return coll == kP2PColl; }
+
 // Describes a tag for messages: "allreduce count 12 float sum (seq 3)".
 std::string describeFrameTag(const FrameTag& t);
 

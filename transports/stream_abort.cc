@@ -110,7 +110,7 @@ Status StreamConnection::readAbort(Sock& s, const std::string& prefix) {
   reason.resize(len);
   Deadline d = Deadline::afterMs(1000);
   while (got < len && !d.expired()) {
-    ssize_t r = s.io->read(&reason[got], len - got);
+    ssize_t r = readSome(s, &reason[got], len - got);
     if (r < 0) break;
     if (r == 0) briefWait(*s.io, POLLIN, d.remainingMs(10));
     got += r > 0 ? static_cast<size_t>(r) : 0;
@@ -143,13 +143,15 @@ void StreamConnection::dropPosted() {
   listening_ = true;
   for (auto& s : socks_) {
     if (s.hdrGot == kHdr && s.hdr.magic == kFrameMagic && s.hdr.commId == commId_) {
-      const size_t got = s.recvs.empty() ? 0 : s.recvs.front().got;
+      const size_t got = s.inP2P ? s.p2p.got : s.recvs.empty() ? 0 : s.recvs.front().got;
       s.drop = s.hdr.len > got ? s.hdr.len - got : 0;
       s.hdrGot = 0;
     }
+    s.inP2P = false;
     s.recvs.clear();
     if (!abortSent_) s.sends.clear();
   }
+  p2p_.clear();
 }
 
 bool StreamConnection::heardOn(Sock& s) {
@@ -163,7 +165,7 @@ bool StreamConnection::heardOn(Sock& s) {
   ssize_t r = 0;
   while (taken < kMostPerCall) {
     if (s.drop > 0) {
-      r = s.io->read(sink, std::min(s.drop, sizeof(sink)));
+      r = readSome(s, sink, std::min(s.drop, sizeof(sink)));
       if (r <= 0) break;
       s.drop -= static_cast<size_t>(r);
       taken += static_cast<size_t>(r);

@@ -51,6 +51,10 @@ void StreamConnection::place(size_t bytes, size_t* rr, Fn&& fn) {
 Status StreamConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
   req->start(bytes, tag, true, peer_);
   if (!failed_.isOk()) return failed_;
+  if (isP2PFrame(tag.coll)) {
+    p2pSend(buf, bytes, tag, req);
+    return Status::ok();
+  }
   place(bytes, &sendRr_, [&](size_t s, size_t off, size_t len) {
     FrameTag t = tag;
     socks_[s].sends.push_back(
@@ -63,6 +67,11 @@ Status StreamConnection::isend(const void* buf, size_t bytes, const FrameTag& ta
 Status StreamConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) {
   req->start(bytes, tag, false, peer_);
   if (!failed_.isOk()) return failed_;
+  if (isP2PFrame(tag.coll)) {
+    req->partsLeft = 1;
+    Status st = p2p_.post(buf, bytes, tag, req, peer_);
+    return st.isOk() ? st : fail(st);
+  }
   place(bytes, &recvRr_, [&](size_t s, size_t off, size_t len) {
     socks_[s].recvs.push_back(RecvItem{static_cast<char*>(buf) + off, len, 0, tag, req});
     ++req->partsLeft;
@@ -138,7 +147,7 @@ Status StreamConnection::lost(const char* what, ssize_t err) {
 bool StreamConnection::readHeader(Sock& s, ssize_t* r) {
   constexpr size_t kHdr = sizeof(FrameHeader);
   while (s.hdrGot < kHdr) {
-    *r = s.io->read(reinterpret_cast<char*>(&s.hdr) + s.hdrGot, kHdr - s.hdrGot);
+    *r = readSome(s, reinterpret_cast<char*>(&s.hdr) + s.hdrGot, kHdr - s.hdrGot);
     if (*r <= 0) return false;
     s.hdrGot += static_cast<size_t>(*r);
   }
@@ -146,7 +155,7 @@ bool StreamConnection::readHeader(Sock& s, ssize_t* r) {
 }
 
 Status StreamConnection::eofError(Sock& s) {
-  if (s.recvs.empty() && s.hdrGot == 0) return Status::ok();
+  if (s.recvs.empty() && s.hdrGot == 0 && !p2p_.waiting()) return Status::ok();
   return fail(remoteError("lost peer rank " + std::to_string(peer_) +
                           ": connection closed (the peer destroyed its communicator, exited or was "
                           "killed)"));
@@ -175,6 +184,7 @@ Status StreamConnection::readSmallFrame(Sock& s, bool* progressed, bool* done) {
   // reason or a mismatching frame fails the connection, so nobody uses them.
   if (s.hdr.magic == kAbortMagic && s.hdr.commId == commId_)
     return readAbort(s, std::string(it.data, body));
+  if (p2pHeader(s)) return p2pAfterSmallRead(s, it.data, body);
   Status st = checkFrame(s.hdr, commId_, it.expect, it.len, peer_);
   if (!st.isOk()) return fail(st);
   it.got = body;
@@ -185,7 +195,7 @@ Status StreamConnection::progressRecv(Sock& s, bool* progressed) {
   constexpr size_t kHdr = sizeof(FrameHeader);
   if (s.eof) return eofError(s);
   for (;;) {
-    if (s.hdrGot == 0 && !s.recvs.empty() && s.recvs.front().len > 0 &&
+    if (s.hdrGot == 0 && s.stash.empty() && !s.recvs.empty() && s.recvs.front().len > 0 &&
         s.recvs.front().len <= kSmallFrame) {
       bool done = false;
       COLLIE_RETURN_IF_ERROR(readSmallFrame(s, progressed, &done));
@@ -194,7 +204,7 @@ Status StreamConnection::progressRecv(Sock& s, bool* progressed) {
     if (s.hdrGot < kHdr) {
       // With no receive posted we still read headers: that is how an abort or a closed
       // connection is noticed while this rank waits on someone else.
-      ssize_t r = s.io->read(reinterpret_cast<char*>(&s.hdr) + s.hdrGot, kHdr - s.hdrGot);
+      ssize_t r = readSome(s, reinterpret_cast<char*>(&s.hdr) + s.hdrGot, kHdr - s.hdrGot);
       if (r == 0) return Status::ok();
       if (r == -ESHUTDOWN) {
         // A peer that finished its part of the op may close before this rank has read the
@@ -208,6 +218,12 @@ Status StreamConnection::progressRecv(Sock& s, bool* progressed) {
       if (s.hdrGot < kHdr) continue;
       if (s.hdr.magic == kAbortMagic && s.hdr.commId == commId_) return readAbort(s);
     }
+    if (p2pHeader(s)) {
+      bool done = false;
+      COLLIE_RETURN_IF_ERROR(readP2PBody(s, progressed, &done));
+      if (!done) return Status::ok();
+      continue;
+    }
     if (s.recvs.empty()) {
       // A header for a receive not posted yet: only a garbled one is an error now.
       if (s.hdr.magic != kFrameMagic || s.hdr.commId != commId_)
@@ -220,7 +236,7 @@ Status StreamConnection::progressRecv(Sock& s, bool* progressed) {
       if (!st.isOk()) return fail(st);
     }
     while (it.got < it.len) {
-      ssize_t r = s.io->read(it.data + it.got, it.len - it.got);
+      ssize_t r = readSome(s, it.data + it.got, it.len - it.got);
       if (r == 0) return Status::ok();
       if (r == -ESHUTDOWN) {
         s.eof = true;
@@ -252,7 +268,7 @@ Status StreamConnection::progress(bool* progressed) {
   const bool full = ++rounds_ % kFullRound == 0 || !hasPending();
   for (auto& s : socks_) {
     COLLIE_RETURN_IF_ERROR(progressSend(s, progressed));
-    if (full || !s.recvs.empty() || (s.hdrGot > 0 && s.hdrGot < kHdr))
+    if (full || !s.recvs.empty() || (s.hdrGot > 0 && s.hdrGot < kHdr) || s.inP2P || p2p_.waiting())
       COLLIE_RETURN_IF_ERROR(progressRecv(s, progressed));
   }
   return Status::ok();
@@ -283,6 +299,7 @@ Status StreamConnection::checkEarlyFrame(const FrameTag& mine) const {
 }
 
 bool StreamConnection::hasPending() const {
+  if (p2p_.waiting()) return true;
   for (const auto& s : socks_)
     if (!s.sends.empty() || !s.recvs.empty()) return true;
   return false;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "transports/p2p_match.h"
 #include "transports/transport.h"
 
 namespace collie {
@@ -53,6 +54,7 @@ class StreamConnection : public Connection {
   void appendPollFds(std::vector<pollfd>* fds) const override;
   bool hasPending() const override;
   Status checkEarlyFrame(const FrameTag& mine) const override;
+  bool p2pArrived(uint32_t tag, uint64_t seq) override { return p2p_.arrived(tag, seq); }
   void* peerBuffer() override { return peerBuf_; }
   void* localBuffer() override { return localBuf_; }
   size_t peerBufferBytes() const override { return bufBytes_; }
@@ -91,6 +93,9 @@ class StreamConnection : public Connection {
     std::string abortOut;   // this rank's abort frame, after the rest of a frame begun (sends)
     size_t abortOutAt = 0;  // of it written
     bool eof = false;
+    std::string stash;   // bytes read past the end of a point-to-point frame, read first
+    bool inP2P = false;  // the frame whose header is in hdr is a point-to-point stripe
+    StripeSink p2p;      // where that stripe's body goes
   };
 
   // Splits [0, bytes) into the pieces that go on each socket.
@@ -103,6 +108,14 @@ class StreamConnection : public Connection {
   bool readHeader(Sock& s, ssize_t* r);
   // A small frame's header and body in one read, straight into the posted buffer.
   Status readSmallFrame(Sock& s, bool* progressed, bool* done);
+  // Reads from s's stash first, then from its stream (ByteStream::read's results).
+  ssize_t readSome(Sock& s, void* buf, size_t n);
+  // Point-to-point (stream_p2p.cc): whether s's complete header is such a frame; placing and
+  // reading its body; the sends of one message.
+  bool p2pHeader(const Sock& s) const;
+  Status readP2PBody(Sock& s, bool* progressed, bool* done);
+  Status p2pAfterSmallRead(Sock& s, char* body, size_t bodyBytes);
+  void p2pSend(const void* buf, size_t bytes, const FrameTag& tag, Request* req);
   Status lost(const char* what, ssize_t err);
   Status eofError(Sock& s);
   Status fail(Status st);
@@ -127,8 +140,10 @@ class StreamConnection : public Connection {
   void* localBuf_;
   size_t bufBytes_;
   std::vector<Sock> socks_;
-  size_t sendRr_ = 0;    // round-robin cursor for unstriped sends
-  size_t recvRr_ = 0;    // and for receives: both sides advance in the same order
+  size_t sendRr_ = 0;  // round-robin cursor for unstriped sends
+  size_t recvRr_ = 0;  // and for receives: both sides advance in the same order
+  size_t p2pRr_ = 0;   // point-to-point sends: their own cursor, receivers match by content
+  P2PMatcher p2p_;
   unsigned rounds_ = 0;  // progress() calls: every kFullRound-th reads the idle sockets too
   Status failed_;
   bool aborted_ = false;    // the peer sent us an abort

@@ -70,6 +70,9 @@ class Connection : public AbortLink {
   // An error where a frame of the call tagged mine came while this rank runs that call without
   // messages (through shared memory): the peer runs it by another algorithm.
   virtual Status checkEarlyFrame(const FrameTag& mine) const { return Status::ok(); }
+  // Whether the point-to-point message (tag, seq) from the peer has begun to arrive with no
+  // receive posted for it: how a receive from any peer finds its sender.
+  virtual bool p2pArrived(uint32_t tag, uint64_t seq) { return false; }
   // Optional capabilities of a peer on this host (ShmSlots, PeerMemory below): nullptr where
   // the transport has none.
   virtual ShmSlots* shmSlots() { return nullptr; }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstring>
+#include <functional>
 
 #include "algorithms/algorithm.h"
 #include "collie/collie.h"
@@ -20,8 +21,12 @@ CommImpl* commImpl(collieComm_t comm);
 // op arrive as raw enum bits (see enumBits) so that a value outside the enum is never loaded as
 // one.
 // rank is this rank (in-place relations and root-only buffers depend on it).
-Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype,
-                    int op, int root, int rank, int nranks, CollArgs* out);
+Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype, int op,
+                    int root, int rank, int nranks, CollArgs* out);
+
+// Runs fn as every C API call does: no exception escapes, and an error becomes comm's (or this
+// thread's) last error and the returned code.
+collieResult_t apiCall(collieComm_t comm, const std::function<Status()>& fn);
 
 // Sets a->memory and a->device from where send and recv live; they must live in one place.
 Status classifyBuffers(const char* op, CollArgs* a);

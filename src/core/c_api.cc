@@ -80,6 +80,10 @@ Status checkComm(const collieComm* comm) {
 
 CommImpl* commImpl(collieComm_t comm) { return comm->impl.get(); }
 
+collieResult_t apiCall(collieComm_t comm, const std::function<Status()>& fn) {
+  return guarded(comm, fn);
+}
+
 namespace {
 
 bool reducesData(Collective coll) {

@@ -7,6 +7,7 @@
 #include "src/base/log.h"
 #include "src/core/bootstrap/host_id.h"
 #include "src/core/bootstrap/store_exchange.h"
+#include "src/core/group.h"
 #include "src/core/tuning/agreement.h"
 #include "src/core/tuning/link_probe.h"
 #include "src/core/tuning/tuner.h"
@@ -229,6 +230,10 @@ Status CommImpl::executeHost(const CollArgs& args) {
 }
 
 Status CommImpl::run(const CollArgs& args) {
+  if (inGroup()) {  // runs at the group's end
+    groupAdd(this, args);
+    return Status::ok();
+  }
   progress_.waitIdle();
   std::lock_guard<std::mutex> e(execMu_);
   return execute(args);

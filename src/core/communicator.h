@@ -16,8 +16,9 @@
 #include "src/core/comm_config.h"
 #include "src/core/device/device_path.h"
 #include "src/core/failure.h"
-#include "src/core/tuning/online_tuner.h"
+#include "src/core/p2p.h"
 #include "src/core/progress.h"
+#include "src/core/tuning/online_tuner.h"
 #include "transports/registry.h"
 
 namespace collie {
@@ -51,6 +52,19 @@ class CommImpl {
   // The name of the algorithm the last op ran ("" before the first); a static string.
   const char* lastAlgorithm() const { return lastAlgo_.load(); }
 
+  // Groups and point-to-point (communicator_p2p.cc). A group takes each of its communicators
+  // for itself (lock), posts their point-to-point calls (postP2P), runs their collectives in
+  // order (runLocked), then completes the calls (finishP2P, or progressP2P across several).
+  std::unique_lock<std::mutex> lock();
+  Status postP2P(std::vector<P2PCall>* calls, P2PBatch* batch);
+  Status runLocked(const CollArgs& args) { return execute(args); }
+  Status finishP2P(P2PBatch* batch);
+  Status progressP2P(P2PBatch* batch, bool* progressed);
+  // A blocking receive of the first message with tag from any peer; *peer names the sender.
+  Status recvAny(const P2PCall& call, int* peer);
+  // Fails the communicator with s where it has not failed yet (what a group's error does).
+  Status failWith(const Status& s) { return failure_->failed() ? s : fail(s); }
+
  private:
   CommImpl() = default;
   // init's phases, in order; each fails with what went wrong, init adds where.
@@ -71,6 +85,8 @@ class CommImpl {
   Status agreeOnMax(double* v, size_t n, const char* opName);
   Status findAlgorithm(const std::string& name, Algorithm** out) const;
   Status fail(const Status& s) { return failure_->fail(s); }
+  Status postOne(const P2PCall& c, Request* req);
+  Status p2pFail(const Status& s);  // fails the communicator with s, naming this rank
   DeviceHooks deviceHooks();
 
   int rank_ = 0;
@@ -101,6 +117,7 @@ class CommImpl {
   std::unique_ptr<DevicePath> device_;
   std::vector<char> scratch_;  // guarded by execMu_
   uint64_t seq_ = 0;           // guarded by execMu_
+  PairSequences pairSeq_;      // guarded by execMu_
   std::string how_;            // how the ranks found each other, for messages
   Deadline initDeadline_;      // of every wait of init
 

@@ -84,8 +84,9 @@ Work Communicator::allreduceAsync(const void* send, void* recv, size_t count,
     s = makeCollArgs(Collective::kAllReduce, send, recv, count, enumBits(dtype), enumBits(op), -1,
                      commImpl(comm_)->rank(), commImpl(comm_)->size(), &a);
   if (s.isOk() && a.memory != MemoryKind::kHost)
-    s = invalidArgument("allreduceAsync takes host buffers; device buffers go through "
-                        "collieAllReduce with a stream");
+    s = invalidArgument(
+        "allreduceAsync takes host buffers; device buffers go through "
+        "collieAllReduce with a stream");
   if (s.isOk()) s = commImpl(comm_)->runAsync(a, &w.state_);
   if (!s.isOk()) w.immediate_ = fromStatus(s);
   return w;

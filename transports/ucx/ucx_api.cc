@@ -45,6 +45,7 @@ Status load(UcxApi* api) {
   resolve(lib, "ucp_ep_flush_nbx", &api->epFlushNbx, &missing);
   resolve(lib, "ucp_tag_send_nbx", &api->tagSendNbx, &missing);
   resolve(lib, "ucp_tag_recv_nbx", &api->tagRecvNbx, &missing);
+  resolve(lib, "ucp_tag_probe_nb", &api->tagProbeNb, &missing);
   resolve(lib, "ucp_request_check_status", &api->requestCheckStatus, &missing);
   resolve(lib, "ucp_request_cancel", &api->requestCancel, &missing);
   resolve(lib, "ucp_request_free", &api->requestFree, &missing);

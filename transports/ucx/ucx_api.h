@@ -29,6 +29,7 @@ struct UcxApi {
   decltype(&::ucp_ep_flush_nbx) epFlushNbx;
   decltype(&::ucp_tag_send_nbx) tagSendNbx;
   decltype(&::ucp_tag_recv_nbx) tagRecvNbx;
+  decltype(&::ucp_tag_probe_nb) tagProbeNb;
   decltype(&::ucp_request_check_status) requestCheckStatus;
   decltype(&::ucp_request_cancel) requestCancel;
   decltype(&::ucp_request_free) requestFree;

@@ -1,9 +1,11 @@
 // UcxConnection: tagged frames to and from one peer over the communicator's UCX worker.
 //
-// Tags: bit 63 marks the abort channel, bits 40..62 hold the sender's rank, bits 0..39 the
-// sender's count of messages to this peer. A receive names the exact tag it wants (full mask),
-// so the k-th receive posted for a peer takes the k-th message that peer sent to this rank,
-// whichever order UCX delivers them in: the same per-peer FIFO the stream transports have.
+// Tags: bit 63 marks the abort channel, bit 62 point-to-point messages, bits 40..61 hold the
+// sender's rank, bits 0..39 the sender's count of messages to this peer (collectives) or the
+// user's tag (point-to-point: UCX keeps the order of one sender's messages of one tag). A receive
+// names the exact tag it wants (full mask), so the k-th receive posted for a peer takes the k-th
+// message that peer sent to this rank, whichever order UCX delivers them in: the same per-peer FIFO
+// the stream transports have.
 //
 // A frame is one message: the 48-byte FrameHeader then the payload, sent and received as a
 // two-piece iov (no copy), or through a small copy where a message is tiny and the iov would
@@ -23,6 +25,7 @@ namespace collie {
 namespace {
 
 constexpr uint64_t kAbortChannel = uint64_t{1} << 63;
+constexpr uint64_t kP2PChannel = uint64_t{1} << 62;
 constexpr int kRankShift = 40;
 constexpr uint64_t kSeqMask = (uint64_t{1} << kRankShift) - 1;
 constexpr ucp_tag_t kExactTag = ~ucp_tag_t{0};
@@ -36,6 +39,10 @@ constexpr uint32_t kRecvAttrs = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_U
 
 ucp_tag_t dataTag(int sender, uint64_t seq) {
   return (static_cast<uint64_t>(sender) << kRankShift) | (seq & kSeqMask);
+}
+
+ucp_tag_t p2pTag(int sender, uint32_t userTag) {
+  return kP2PChannel | (static_cast<uint64_t>(sender) << kRankShift) | userTag;
 }
 
 ucp_tag_t abortTag(int sender) {
@@ -162,7 +169,9 @@ Status UcxConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, 
   }
   op->posting = true;
   track(op);
-  return post(op, api_->tagSendNbx(ep_, buffer, count, dataTag(t_->rank_, sendSeq_++), &p));
+  const ucp_tag_t wire =
+      isP2PFrame(tag.coll) ? p2pTag(t_->rank_, tag.tag) : dataTag(t_->rank_, sendSeq_++);
+  return post(op, api_->tagSendNbx(ep_, buffer, count, wire, &p));
 }
 
 Status UcxConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) {
@@ -185,8 +194,13 @@ Status UcxConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Reques
   frameBuffers(op, &p, &buffer, &count);
   op->posting = true;
   track(op);
-  return post(
-      op, api_->tagRecvNbx(t_->worker_, buffer, count, dataTag(peer_, recvSeq_++), kExactTag, &p));
+  const ucp_tag_t wire = isP2PFrame(tag.coll) ? p2pTag(peer_, tag.tag) : dataTag(peer_, recvSeq_++);
+  return post(op, api_->tagRecvNbx(t_->worker_, buffer, count, wire, kExactTag, &p));
+}
+
+bool UcxConnection::p2pArrived(uint32_t tag, uint64_t) {
+  ucp_tag_recv_info_t info;
+  return api_->tagProbeNb(t_->worker_, p2pTag(peer_, tag), kExactTag, 0, &info) != nullptr;
 }
 
 Status UcxConnection::postAbortRecv() {

@@ -126,6 +126,7 @@ class UcxConnection : public Connection {
 
   Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
   Status irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
+  bool p2pArrived(uint32_t tag, uint64_t seq) override;
   Status progress(bool* progressed) override;
   void appendPollFds(std::vector<pollfd>* fds) const override;
   bool hasPending() const override { return userInFlight_ > 0 || !failed_.isOk() || opFailed_; }

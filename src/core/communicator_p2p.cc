@@ -1,0 +1,102 @@
+// The communicator's point-to-point calls: posting a group's sends and receives, completing them,
+// and receiving from any peer. Group bookkeeping across communicators is in group.cc.
+#include <sched.h>
+
+#include <thread>
+
+#include "src/core/communicator.h"
+
+namespace collie {
+
+std::unique_lock<std::mutex> CommImpl::lock() {
+  progress_.waitIdle();  // queued asynchronous ops go first: call order
+  return std::unique_lock<std::mutex>(execMu_);
+}
+
+Status CommImpl::p2pFail(const Status& s) {
+  return failWith(s.withContext("send/recv on rank " + std::to_string(rank_)));
+}
+
+Status CommImpl::postOne(const P2PCall& c, Request* req) {
+  Connection* conn = mesh_->connections()[c.peer];
+  const uint64_t seq = c.send ? pairSeq_.nextSend(c.peer, c.tag) : pairSeq_.nextRecv(c.peer, c.tag);
+  const FrameTag tag = p2pFrameTag(c, seq);
+  Status st =
+      c.send ? conn->isend(c.buf, c.bytes(), tag, req) : conn->irecv(c.buf, c.bytes(), tag, req);
+  req->peer = c.peer;
+  return st;
+}
+
+Status CommImpl::postP2P(std::vector<P2PCall>* calls, P2PBatch* batch) {
+  if (failure_->failed()) return failure_->failedError();
+  batch->deadline = Deadline::afterMs(cfg_.timeoutMs);
+  COLLIE_RETURN_IF_ERROR(matchSelfCalls(*calls, rank_));
+  for (const P2PCall& c : *calls) {
+    if (c.peer == rank_) continue;
+    batch->reqs.emplace_back();
+    Status st = postOne(c, &batch->reqs.back());
+    if (!st.isOk()) return p2pFail(st);
+  }
+  return Status::ok();
+}
+
+Status CommImpl::finishP2P(P2PBatch* batch) {
+  for (Request& r : batch->reqs) {
+    if (r.done) continue;
+    Status st = poller_->wait(&r, batch->deadline, r.isSend ? "send" : "recv");
+    if (!st.isOk() && st.stalledOn() >= 0 && st.code() == collieTimeout) st = p2pTimedOut(r);
+    if (!st.isOk()) return p2pFail(st);
+  }
+  return Status::ok();
+}
+
+Status CommImpl::progressP2P(P2PBatch* batch, bool* progressed) {
+  if (batch->allDone()) return Status::ok();
+  Status st = poller_->progressAll(progressed, true);
+  if (!st.isOk()) return p2pFail(st);
+  if (aborting_.load()) return p2pFail(Status(collieRemoteError, "aborted by collieCommAbort"));
+  if (batch->deadline.expired())
+    for (const Request& r : batch->reqs)
+      if (!r.done) return p2pFail(p2pTimedOut(r));
+  return Status::ok();
+}
+
+Status CommImpl::recvAny(const P2PCall& call, int* peer) {
+  std::unique_lock<std::mutex> l = lock();
+  if (failure_->failed()) return failure_->failedError();
+  const Deadline deadline = Deadline::afterMs(cfg_.timeoutMs);
+  Connection* const* conns = mesh_->connections();
+  const uint64_t spinUntil = nowNs() + 200 * 1000;
+  // Peers are looked at from the one after the last sender on, so that none is starved.
+  for (int start = rank_ + 1;; ++start) {
+    for (int i = 0; i < nranks_; ++i) {
+      const int p = (start + i) % nranks_;
+      if (p == rank_ ||
+          !conns[p]->p2pArrived(static_cast<uint32_t>(call.tag), pairSeq_.peekRecv(p, call.tag)))
+        continue;
+      P2PCall c = call;
+      c.peer = p;
+      P2PBatch batch;
+      batch.deadline = deadline;
+      batch.reqs.emplace_back();
+      Status st = postOne(c, &batch.reqs.back());
+      if (!st.isOk()) return p2pFail(st);
+      *peer = p;
+      return finishP2P(&batch);
+    }
+    bool progressed = false;
+    Status st = poller_->progressAll(&progressed, true);
+    if (!st.isOk()) return p2pFail(st);
+    if (aborting_.load()) return p2pFail(Status(collieRemoteError, "recv: aborted"));
+    if (deadline.expired())
+      return p2pFail(Status(collieTimeout, "recv from any peer with tag " +
+                                               std::to_string(call.tag) + " on rank " +
+                                               std::to_string(rank_) + ": no message came"));
+    if (!progressed && nowNs() > spinUntil)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else if (!progressed && oversubscribed_)
+      sched_yield();
+  }
+}
+
+}  // namespace collie

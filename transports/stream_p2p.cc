@@ -1,0 +1,76 @@
+// Point-to-point frames on stream connections: a message goes whole on one stream (its own
+// round robin) or one stripe per stream when large; the receiver files each stripe by its header
+// (P2PMatcher), whichever stream it came on and whatever else was posted.
+#include <cerrno>
+#include <cstring>
+
+#include "transports/stream_connection.h"
+
+namespace collie {
+
+ssize_t StreamConnection::readSome(Sock& s, void* buf, size_t n) {
+  if (s.stash.empty()) return s.io->read(buf, n);
+  const size_t k = std::min(n, s.stash.size());
+  memcpy(buf, s.stash.data(), k);
+  s.stash.erase(0, k);
+  return static_cast<ssize_t>(k);
+}
+
+bool StreamConnection::p2pHeader(const Sock& s) const {
+  return s.hdrGot == sizeof(FrameHeader) && s.hdr.magic == kFrameMagic && s.hdr.commId == commId_ &&
+         isP2PFrame(s.hdr.coll);
+}
+
+void StreamConnection::p2pSend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+  const size_t nsocks = socks_.size();
+  const unsigned n = bytes >= opt_.stripeBytes && nsocks > 1 ? static_cast<unsigned>(nsocks) : 1;
+  for (unsigned i = 0; i < n; ++i) {
+    const StripeSpan span = p2pStripe(bytes, n, i);
+    Sock& s = socks_[n == 1 ? p2pRr_++ % nsocks : i];
+    s.sends.push_back(SendItem{encodeFrame(commId_, p2pStripeTag(tag, n, i), span.length),
+                               static_cast<const char*>(buf) + span.offset, span.length, 0, req});
+    ++req->partsLeft;
+  }
+}
+
+Status StreamConnection::p2pAfterSmallRead(Sock& s, char* body, size_t bodyBytes) {
+  // A small read into a collective's posted buffer found a point-to-point frame: its bytes move
+  // to where that frame goes, and any bytes past its end (the next frame) are read again later.
+  // The collective's buffer is rewritten by its own frame before that receive completes.
+  Status st = p2p_.begin(s.hdr, peer_, &s.p2p);
+  if (!st.isOk()) return fail(st);
+  s.inP2P = true;
+  const size_t mine = std::min(bodyBytes, s.p2p.length);
+  if (mine > 0) memcpy(s.p2p.dst, body, mine);
+  s.p2p.got = mine;
+  if (bodyBytes > mine) s.stash.assign(body + mine, bodyBytes - mine);
+  return Status::ok();
+}
+
+Status StreamConnection::readP2PBody(Sock& s, bool* progressed, bool* done) {
+  if (!s.inP2P) {
+    Status st = p2p_.begin(s.hdr, peer_, &s.p2p);
+    if (!st.isOk()) return fail(st);
+    s.inP2P = true;
+  }
+  StripeSink& k = s.p2p;
+  while (k.got < k.length) {
+    ssize_t r = readSome(s, k.dst + k.got, k.length - k.got);
+    if (r == 0) return Status::ok();
+    if (r == -ESHUTDOWN) {
+      s.eof = true;
+      return fail(remoteError("lost peer rank " + std::to_string(peer_) +
+                              ": connection closed mid-frame (the peer process died)"));
+    }
+    if (r < 0) return lost("receive failed", r);
+    *progressed = true;
+    k.got += static_cast<size_t>(r);
+  }
+  p2p_.end(&k);
+  s.inP2P = false;
+  s.hdrGot = 0;
+  *done = true;
+  return Status::ok();
+}
+
+}  // namespace collie
