@@ -146,6 +146,12 @@ bool Bench::openTable(const std::string& algo, collieDataType_t dtype, collieRed
   sweep_ = sweep;
   table_ = "";
   barrier();
+  if (!coll_.usesAlgorithm && !algo.empty() && algo != "auto") {
+    if (rank_ == 0 && sweep == 0)
+      printf("# algorithm %s does not run %s here: skipped (point-to-point calls take none)\n",
+             algo.c_str(), coll_.name);
+    return false;
+  }
   // A name this build lacks: an error when asked for by name, a skipped table under --algo all.
   if (!algo.empty()) {
     collieResult_t set = collieCommSetAlgorithm(comm_, algo.c_str());
@@ -403,7 +409,7 @@ double Bench::timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t
   useAlgo(true);
   const char* name = "";
   check(collieCommLastAlgorithm(comm_, &name));
-  picked_ = name ? name : "";
+  picked_ = !coll_.usesAlgorithm ? "p2p" : name ? name : "";
   double sec = std::chrono::duration<double>(total).count() / o_.iters;
   switch (o_.average) {
     case 0:

@@ -238,7 +238,7 @@ const CollDesc kColls[] = {
     {"broadcast", false, true, factorOne, whole, whole, runBroadcast, fillRoot, checkBroadcast},
     {"reduce", true, true, factorOne, whole, whole, runReduce, fillWhole, checkReduce},
     {"sendrecv", false, false, factorOne, whole, whole, runSendRecv, fillSendRecv, checkSendRecv,
-     false},
+     false, false},
     {"alltoall", false, false, factorSplit, blocks, blocks, runAlltoAll, fillAlltoAll,
      checkAlltoAll},
     {"gather", false, true, factorSplit, block, blocks, runGather, fillGather, checkGather},

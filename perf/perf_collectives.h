@@ -48,6 +48,9 @@ struct CollDesc {
   // False where the in-place call has no defined result to check (sendrecv sends and receives
   // the one buffer): it is timed, and its #wrong reads N/A.
   bool checksInPlace = true;
+  // False for point-to-point calls, which no algorithm runs: --algo names none ("p2p" under
+  // auto), so that no table claims an algorithm that did not run.
+  bool usesAlgorithm = true;
 };
 
 // The entry called name (aliases without the underscore too), or null.

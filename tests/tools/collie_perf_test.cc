@@ -454,6 +454,16 @@ TEST(ColliePerf, SendRecvAlltoAllGatherScatterAreChecked) {
     }
   }
   unlink(path.c_str());
+  // No algorithm runs point-to-point calls: auto names them p2p, a forced algorithm is refused.
+  Outcome p2p = runPerf(2, "sendrecv -b 1K -e 1K -n 2 --algo auto");
+  ASSERT_EQ(p2p.exitCode, 0) << p2p.out;
+  std::vector<Row> autoRows = parseRows(p2p.out, true);
+  ASSERT_EQ(autoRows.size(), 1u) << p2p.out;
+  EXPECT_EQ(autoRows[0].algo, "p2p") << p2p.out;
+  Outcome ring = runPerf(2, "sendrecv -b 1K -e 1K -n 2 --algo ring");
+  EXPECT_EQ(ring.exitCode, 1) << ring.out;
+  EXPECT_TRUE(contains(ring.out, "# algorithm ring does not run sendrecv here: skipped"))
+      << ring.out;
   // A root that is no rank is refused before anything runs.
   Outcome bad = runPerf(2, "gather -b 1K -e 1K -r 2 2>&1");
   EXPECT_NE(bad.exitCode, 0) << bad.out;
