@@ -196,6 +196,10 @@ class COLLIE_API Communicator {
   // completed by its end().
   Result send(const void* buf, size_t count, collieDataType_t dtype, int peer, int tag = 0);
   Result recv(void* buf, size_t count, collieDataType_t dtype, int peer, int tag = 0);
+  // Posted on the progress thread, which completes them while later calls go on: a receive
+  // posted before this rank's send to the same peer does not wait for it. Not inside a Group.
+  Work sendAsync(const void* buf, size_t count, collieDataType_t dtype, int peer, int tag = 0);
+  Work recvAsync(void* buf, size_t count, collieDataType_t dtype, int peer, int tag = 0);
   // The first message with tag from any peer; *peer names its sender. Not inside a Group.
   Result recvAny(void* buf, size_t count, collieDataType_t dtype, int tag, int* peer);
   template <typename T>

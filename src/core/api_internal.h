@@ -38,6 +38,12 @@ Status makeAllToAllvArgs(const void* send, const size_t* sendCounts, const size_
 // The collectives that run on host memory only so far refuse device buffers.
 Status requireHostMemory(const CollArgs& a);
 
+struct P2PCall;
+// Checks a send's or receive's arguments (live comm, dtype, peer, tag, buffer, host memory) and
+// fills *c from them; op names the call in errors.
+Status makeP2PCall(const char* op, bool send, const void* buf, size_t count, int dtype, int peer,
+                   int tag, collieComm_t comm, P2PCall* c);
+
 // Sets a->memory and a->device from where send and recv live; they must live in one place.
 Status classifyBuffers(const char* op, CollArgs* a);
 

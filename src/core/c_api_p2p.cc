@@ -11,9 +11,6 @@
 
 namespace collie {
 
-namespace {
-
-// Checks one call's arguments and fills *c from them.
 Status makeP2PCall(const char* op, bool send, const void* buf, size_t count, int dtype, int peer,
                    int tag, collieComm_t comm, P2PCall* c) {
   COLLIE_RETURN_IF_ERROR(checkComm(comm));
@@ -49,6 +46,8 @@ Status makeP2PCall(const char* op, bool send, const void* buf, size_t count, int
   c->tag = tag;
   return Status::ok();
 }
+
+namespace {
 
 collieResult_t p2p(const char* op, bool send, const void* buf, size_t count, int dtype, int peer,
                    int tag, collieComm_t comm) {

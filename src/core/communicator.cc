@@ -148,9 +148,12 @@ Status CommImpl::startProgress() {
   hooks.started = [this] { mesh_->threadStarted(); };
   hooks.idle = [this] { mesh_->threadIdle(); };
   hooks.stopping = [this] { mesh_->threadStopping(); };
+  hooks.advance = [this] { return advanceP2P(); };
+  hooks.abandon = [this] { abandonP2P(); };
   progress_.start(
       [this](PendingOp& p) {
         std::lock_guard<std::mutex> e(execMu_);
+        if (!p.calls.empty()) return postAsyncP2P(&p);
         Status s = execute(p.args, p.device.get());
         if (!s.isOk()) setLastError(s.message());
         return s;

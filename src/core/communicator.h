@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,6 +61,9 @@ class CommImpl {
   Status runLocked(const CollArgs& args) { return execute(args); }
   Status finishP2P(P2PBatch* batch);
   Status progressP2P(P2PBatch* batch, bool* progressed);
+  // Queued to the progress thread, which posts the call and completes *work when it is done,
+  // while later ops go on (a receive posted so never waits for a later send of this rank).
+  Status runP2PAsync(const P2PCall& call, std::shared_ptr<WorkState>* work);
   // A blocking receive of the first message with tag from any peer; *peer names the sender.
   Status recvAny(const P2PCall& call, int* peer);
   // Fails the communicator with s where it has not failed yet (what a group's error does).
@@ -87,6 +91,14 @@ class CommImpl {
   Status fail(const Status& s) { return failure_->fail(s); }
   Status postOne(const P2PCall& c, Request* req);
   Status p2pFail(const Status& s);  // fails the communicator with s, naming this rank
+  // The progress thread's part in asynchronous point-to-point calls (communicator_p2p.cc).
+  Status postAsyncP2P(PendingOp* p);  // caller holds execMu_
+  bool advanceP2P();
+  void abandonP2P();
+  struct InFlightP2P {
+    P2PBatch batch;
+    std::shared_ptr<WorkState> work;
+  };
   DeviceHooks deviceHooks();
 
   int rank_ = 0;
@@ -115,11 +127,13 @@ class CommImpl {
   LinkModel localLink_;  // between ranks of this host
   std::unique_ptr<Poller> poller_;
   std::unique_ptr<DevicePath> device_;
-  std::vector<char> scratch_;  // guarded by execMu_
-  uint64_t seq_ = 0;           // guarded by execMu_
-  PairSequences pairSeq_;      // guarded by execMu_
-  std::string how_;            // how the ranks found each other, for messages
-  Deadline initDeadline_;      // of every wait of init
+  std::vector<char> scratch_;           // guarded by execMu_
+  uint64_t seq_ = 0;                    // guarded by execMu_
+  PairSequences pairSeq_;               // guarded by execMu_
+  std::list<InFlightP2P> inFlightP2P_;  // guarded by execMu_
+  std::atomic<size_t> inFlightCount_{0};
+  std::string how_;        // how the ranks found each other, for messages
+  Deadline initDeadline_;  // of every wait of init
 
   std::mutex execMu_;  // held by whichever thread runs a schedule
   std::atomic<bool> aborting_{false};

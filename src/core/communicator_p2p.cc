@@ -99,4 +99,60 @@ Status CommImpl::recvAny(const P2PCall& call, int* peer) {
   }
 }
 
+Status CommImpl::runP2PAsync(const P2PCall& call, std::shared_ptr<WorkState>* work) {
+  if (call.peer == rank_)
+    return invalidUsage("an asynchronous send or receive to this rank (" + std::to_string(rank_) +
+                        ") has no partner: pair them in a group");
+  *work = std::make_shared<WorkState>();
+  PendingOp op;
+  op.work = *work;
+  op.calls.push_back(call);
+  progress_.push(std::move(op));
+  return Status::ok();
+}
+
+Status CommImpl::postAsyncP2P(PendingOp* p) {
+  inFlightP2P_.emplace_back();
+  InFlightP2P& f = inFlightP2P_.back();
+  Status st = postP2P(&p->calls, &f.batch);
+  if (!st.isOk()) {
+    inFlightP2P_.pop_back();
+    return st;  // the queue finishes the op's work with it
+  }
+  f.work = std::move(p->work);
+  inFlightCount_.fetch_add(1);
+  return Status::ok();
+}
+
+bool CommImpl::advanceP2P() {
+  if (inFlightCount_.load() == 0) return false;
+  // A blocking call of the user's thread moves every connection meanwhile.
+  std::unique_lock<std::mutex> l(execMu_, std::try_to_lock);
+  if (!l.owns_lock()) return true;
+  bool progressed = false;
+  Status failed;
+  for (auto it = inFlightP2P_.begin(); it != inFlightP2P_.end();) {
+    Status st = failed.isOk() ? progressP2P(&it->batch, &progressed) : failed;
+    if (st.isOk() && !it->batch.allDone()) {
+      ++it;
+      continue;
+    }
+    if (!st.isOk()) failed = st;
+    it->work->finish(st);
+    it = inFlightP2P_.erase(it);
+    inFlightCount_.fetch_sub(1);
+  }
+  return !inFlightP2P_.empty();
+}
+
+void CommImpl::abandonP2P() {
+  std::lock_guard<std::mutex> l(execMu_);
+  for (InFlightP2P& f : inFlightP2P_)
+    f.work->finish(
+        invalidUsage("the communicator was destroyed while this send or receive of rank " +
+                     std::to_string(rank_) + " was in flight"));
+  inFlightP2P_.clear();
+  inFlightCount_.store(0);
+}
+
 }  // namespace collie

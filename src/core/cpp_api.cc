@@ -4,6 +4,7 @@
 #include "collie/collie.hpp"
 #include "src/core/api_internal.h"
 #include "src/core/communicator.h"
+#include "src/core/group.h"
 
 namespace collie {
 
@@ -227,6 +228,31 @@ Result Communicator::send(const void* buf, size_t count, collieDataType_t dtype,
 
 Result Communicator::recv(void* buf, size_t count, collieDataType_t dtype, int peer, int tag) {
   return fromC(collieRecvTagged(buf, count, dtype, peer, tag, comm_, nullptr), comm_);
+}
+
+static Status p2pAsync(collieComm_t comm, bool send, const void* buf, size_t count,
+                       collieDataType_t dtype, int peer, int tag,
+                       std::shared_ptr<WorkState>* state) {
+  P2PCall c;
+  COLLIE_RETURN_IF_ERROR(makeP2PCall(send ? "sendAsync" : "recvAsync", send, buf, count,
+                                     enumBits(dtype), peer, tag, comm, &c));
+  if (inGroup()) return invalidUsage("sendAsync and recvAsync are not for groups: use send, recv");
+  return commImpl(comm)->runP2PAsync(c, state);
+}
+
+Work Communicator::sendAsync(const void* buf, size_t count, collieDataType_t dtype, int peer,
+                             int tag) {
+  Work w;
+  Status s = p2pAsync(comm_, true, buf, count, dtype, peer, tag, &w.state_);
+  if (!s.isOk()) w.immediate_ = fromStatus(s);
+  return w;
+}
+
+Work Communicator::recvAsync(void* buf, size_t count, collieDataType_t dtype, int peer, int tag) {
+  Work w;
+  Status s = p2pAsync(comm_, false, buf, count, dtype, peer, tag, &w.state_);
+  if (!s.isOk()) w.immediate_ = fromStatus(s);
+  return w;
 }
 
 Result Communicator::recvAny(void* buf, size_t count, collieDataType_t dtype, int tag, int* peer) {

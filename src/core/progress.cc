@@ -64,16 +64,24 @@ void ProgressQueue::waitIdle() {
 }
 
 void ProgressQueue::loop() {
+  using Clock = std::chrono::steady_clock;
   if (hooks_.started) hooks_.started();
+  Clock::time_point lastIdle = Clock::now();
   for (;;) {
+    // With ops in flight the thread looks at them again soon instead of sleeping long.
+    const bool busy = hooks_.advance && hooks_.advance();
+    const auto nap = busy ? std::chrono::microseconds(20) : std::chrono::microseconds(100000);
     PendingOp p;
     {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait_for(l, std::chrono::milliseconds(100), [&] { return stopping_ || !queue_.empty(); });
+      cv_.wait_for(l, nap, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) {
         if (stopping_) break;
         l.unlock();
-        if (hooks_.idle) hooks_.idle();
+        if (hooks_.idle && Clock::now() - lastIdle >= std::chrono::milliseconds(100)) {
+          hooks_.idle();
+          lastIdle = Clock::now();
+        }
         continue;
       }
       p = std::move(queue_.front());
@@ -87,6 +95,7 @@ void ProgressQueue::loop() {
     }
     cv_.notify_all();
   }
+  if (hooks_.abandon) hooks_.abandon();
   if (hooks_.stopping) hooks_.stopping();
 }
 

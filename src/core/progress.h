@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "algorithms/algorithm.h"
+#include "src/core/p2p.h"
 
 namespace collie {
 
@@ -35,8 +36,10 @@ class WorkState {
 // One queued op.
 struct PendingOp {
   CollArgs args;
-  std::shared_ptr<WorkState> work;   // null for device ops on a stream
+  std::shared_ptr<WorkState> work;   // null for device ops on a stream; taken by an op that
+                                     // stays in flight after it ran (point-to-point)
   std::shared_ptr<DeviceOp> device;  // device memory only
+  std::vector<P2PCall> calls;        // point-to-point: posted, then completed in flight
 };
 
 // What the progress thread does besides running ops.
@@ -44,6 +47,10 @@ struct ProgressHooks {
   std::function<void()> started;   // on the thread, before the first op
   std::function<void()> idle;      // about every 100 ms without ops
   std::function<void()> stopping;  // on the thread, after the last op
+  // Moves the ops in flight (posted, not complete) on; whether any is left. They move while the
+  // thread waits for the next op, and those left when it stops are abandoned.
+  std::function<bool()> advance;
+  std::function<void()> abandon;
 };
 
 class ProgressQueue {

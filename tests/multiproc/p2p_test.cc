@@ -317,6 +317,44 @@ TEST(P2PCpp, GroupScopeRingAndRecvAny) {
   for (const auto& o : out) EXPECT_EQ(o.notes.size(), 1u);
 }
 
+// Asynchronous calls: both ranks post their receive before their send, with a blocking collective
+// in between; a receive nobody matches ends with an error when a communicator goes.
+TEST(P2PCpp, AsyncReceivesPostedBeforeSendsComplete) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "30000"}, {"COLLIE_TRANSPORT", "shm"}};
+  auto out = runWorld(2, opt, [](int rank, Reporter& rep) {
+    Work orphan;
+    {
+      Communicator comm;
+      if (Result r = Communicator::initFromEnv(&comm); !r) return rep.fail(r.toString());
+      const int peer = 1 - rank;
+      for (size_t count : {size_t{3}, size_t{300001}}) {
+        std::vector<float> send(count), recv(count, -1.0f), x(5, 1.0f);
+        for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>(valueOf(rank, peer, 6, i));
+        Work r = comm.recvAsync(recv.data(), count, collieFloat32, peer, 6);
+        if (Result a = comm.allreduce(View<float>(x)); !a || x[4] != 2.0f)
+          rep.fail("allreduce between async calls: " + a.toString());
+        Work s = comm.sendAsync(send.data(), count, collieFloat32, peer, 6);
+        if (Result w = s.wait(); !w) rep.fail("send: " + w.toString());
+        if (Result w = r.wait(); !w) rep.fail("recv: " + w.toString());
+        for (size_t i = 0; i < count; ++i)
+          if (recv[i] != static_cast<float>(valueOf(peer, rank, 6, i)))
+            return rep.fail("async recv wrong at " + std::to_string(i));
+      }
+      comm.barrier();
+      static float sink[4];
+      orphan = comm.recvAsync(sink, 4, collieFloat32, 1 - rank, 99);  // never sent
+    }
+    // Destroyed here, or the peer's communicator went first and closed the connection.
+    const Result w = orphan.wait(std::chrono::seconds(10));
+    if (w.code() != collieInvalidUsage && w.code() != collieRemoteError)
+      return rep.fail("an orphaned receive ended with " + w.toString());
+    rep.note("ok");
+  });
+  expectAllPassed(out);
+  for (const auto& o : out) EXPECT_EQ(o.notes.size(), 1u);
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace collie
