@@ -352,6 +352,18 @@ void runCpp(int rank, int n, Reporter& rep) {
       break;
     }
   if (rank == 0 && late != expectedAllToAll(0, n, count)) rep.fail("gather after async");
+  // Inside a group the calls run at its end, in order.
+  std::vector<float> grouped(mine.size()), groupedV(mine.size(), -1000.0f);
+  collieComm_t h = comm.handle();
+  if (collieGroupStart() != collieSuccess ||
+      collieAlltoAll(mine.data(), grouped.data(), count, collieFloat32, h, nullptr) !=
+          collieSuccess ||
+      collieAlltoAllv(mine.data(), sc.data(), sd.data(), groupedV.data(), rc.data(), rd.data(),
+                      collieFloat32, h, nullptr) != collieSuccess ||
+      collieGroupEnd() != collieSuccess)
+    rep.fail(std::string("grouped alltoall: ") + collieGetLastError(h));
+  if (grouped != a2a) rep.fail("grouped alltoall");
+  if (groupedV != v) rep.fail("grouped alltoallv");
   // Bad arguments come back through the Work.
   Work bad = comm.alltoallvAsync(mine.data(), nullptr, sd.data(), v.data(), rc.data(), rd.data(),
                                  collieFloat32);
