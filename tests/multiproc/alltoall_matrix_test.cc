@@ -1,6 +1,6 @@
 // AllToAll, AllToAllv, Gather and Scatter over real processes: dtypes {i8, i32, f16, bf16, f32,
-// f64} x counts {0, 1, 1001, several chunks} x in place and out of place x roots {0, last}, with
-// AllToAll once by each of its algorithms and AllToAllv with zero and uneven counts and
+// f64} x counts {0, 1, 1001, several chunks} x in place and out of place x roots {0, last}, each
+// call once by each of its algorithms and AllToAllv with zero and uneven counts and
 // scattered displacements. Every rank checks its whole receive buffer, the bytes around what
 // it receives too, against values computed from (source rank, destination rank, index). Then
 // the bad arguments each call must refuse, and the disagreements between ranks it must report.
@@ -162,7 +162,8 @@ bool allToAllvCase(Ctx& c, collieDataType_t dt, size_t base) {
   return true;
 }
 
-bool gatherCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int root) {
+bool gatherCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int root,
+                const char* algo) {
   const size_t esz = dtypeSize(dt), bytes = count * esz;
   const bool isRoot = c.rank == root;
   Buf own(bytes, count % 3), recv(bytes * c.n, count % 5), want(bytes * c.n, count % 5);
@@ -172,14 +173,14 @@ bool gatherCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int roo
     for (int j = 0; j < c.n; ++j) fillBlock(want.data() + j * bytes, dt, j, root, count);
   // Off the root the receive buffer is not written: NULL on odd ranks, untouched on the others.
   void* r = !isRoot && c.rank % 2 == 1 ? nullptr : recv.data();
-  const std::string what = describe("gather", c, count, dt, inPlace, root);
-  if (!c.check(collieGather(send, r, count, dt, root, c.comm, nullptr), what, "linear"))
-    return false;
+  const std::string what = describe("gather", c, count, dt, inPlace, root) + " by " + algo;
+  if (!c.check(collieGather(send, r, count, dt, root, c.comm, nullptr), what, algo)) return false;
   c.expectBytes(recv, want, esz, what);
   return true;
 }
 
-bool scatterCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int root) {
+bool scatterCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int root,
+                 const char* algo) {
   const size_t esz = dtypeSize(dt), bytes = count * esz;
   const bool isRoot = c.rank == root;
   Buf send(bytes * c.n, count % 3), recv(bytes, count % 5), want(bytes, count % 5);
@@ -189,9 +190,8 @@ bool scatterCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int ro
   const Buf sent = send;  // in place on the root: the send buffer is the result
   char* out = inPlace && isRoot ? send.data() + root * bytes : recv.data();
   const void* s = !isRoot && c.rank % 2 == 1 ? nullptr : send.data();
-  const std::string what = describe("scatter", c, count, dt, inPlace, root);
-  if (!c.check(collieScatter(s, out, count, dt, root, c.comm, nullptr), what, "linear"))
-    return false;
+  const std::string what = describe("scatter", c, count, dt, inPlace, root) + " by " + algo;
+  if (!c.check(collieScatter(s, out, count, dt, root, c.comm, nullptr), what, algo)) return false;
   if (inPlace && isRoot)
     c.expectBytes(send, sent, esz, what);
   else
@@ -200,14 +200,20 @@ bool scatterCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int ro
 }
 
 bool rootedCases(Ctx& c, const std::vector<size_t>& counts) {
-  for (size_t count : counts)
-    for (collieDataType_t dt : kTypes)
-      for (int root : {0, c.n - 1})
-        for (int inPlace = 0; inPlace < 2; ++inPlace) {
-          if (!gatherCase(c, dt, count, inPlace != 0, root)) return false;
-          if (!scatterCase(c, dt, count, inPlace != 0, root)) return false;
-        }
-  return true;
+  for (const char* algo : {"linear", "binomial"}) {
+    if (collieCommSetAlgorithm(c.comm, algo) != collieSuccess) {
+      c.rep->fail(std::string("force ") + algo + ": " + collieGetLastError(c.comm));
+      return false;
+    }
+    for (size_t count : counts)
+      for (collieDataType_t dt : kTypes)
+        for (int root : {0, c.n - 1})
+          for (int inPlace = 0; inPlace < 2; ++inPlace) {
+            if (!gatherCase(c, dt, count, inPlace != 0, root, algo)) return false;
+            if (!scatterCase(c, dt, count, inPlace != 0, root, algo)) return false;
+          }
+  }
+  return collieCommSetAlgorithm(c.comm, "auto") == collieSuccess;
 }
 
 // Refused on every rank alike, before anything is sent: the communicator stays usable.
@@ -402,9 +408,10 @@ TEST_P(AllToAllMatrix, EveryCallDtypeCountPlacementRootMatchesReference) {
   expectAllPassed(out);
   ASSERT_FALSE(out.empty());
   ASSERT_EQ(out[0].notes.size(), 1u);
-  // Per count and dtype: 2 algorithms x 2 placements of alltoall, 1 alltoallv, 2 roots x 2
-  // placements x (gather + scatter); then the large alltoall and the one after the refusals.
-  EXPECT_EQ(out[0].notes[0], "cases " + std::to_string(4 * 6 * (4 + 1 + 8) + 2));
+  // Per count and dtype: 2 algorithms x 2 placements of alltoall, 1 alltoallv, 2 algorithms x
+  // 2 roots x 2 placements x (gather + scatter); then the large alltoall and the one after the
+  // refusals.
+  EXPECT_EQ(out[0].notes[0], "cases " + std::to_string(4 * 6 * (4 + 1 + 16) + 2));
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, AllToAllMatrix,
