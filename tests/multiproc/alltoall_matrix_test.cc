@@ -392,6 +392,7 @@ struct Config {
   const char* transport;        // COLLIE_TRANSPORT
   const char* ucxTls = "";      // UCX_TLS, "" to leave it unset
   const char* chunk = "65536";  // COLLIE_CHUNK_BYTES, "" for the default
+  int hosts = 1;                // > 1: ranks spread over this many pretend hosts (COLLIE_HOSTID)
 };
 
 void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
@@ -404,7 +405,10 @@ TEST_P(AllToAllMatrix, EveryCallDtypeCountPlacementRootMatchesReference) {
   opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", c.transport}};
   if (*c.ucxTls) opt.env.push_back({"UCX_TLS", c.ucxTls});
   if (*c.chunk) opt.env.push_back({"COLLIE_CHUNK_BYTES", c.chunk});
-  auto out = runWorld(c.n, opt, [c](int rank, Reporter& rep) { runAll(rank, c.n, rep); });
+  auto out = runWorld(c.n, opt, [c](int rank, Reporter& rep) {
+    if (c.hosts > 1) setenv("COLLIE_HOSTID", ("host" + std::to_string(rank % c.hosts)).c_str(), 1);
+    runAll(rank, c.n, rep);
+  });
   expectAllPassed(out);
   ASSERT_FALSE(out.empty());
   ASSERT_EQ(out[0].notes.size(), 1u);
@@ -420,7 +424,9 @@ INSTANTIATE_TEST_SUITE_P(Configs, AllToAllMatrix,
                                            Config{"tcp_n4_default_chunk", 4, "tcp", "", ""},
                                            Config{"tcp_n8", 8, "tcp"}, Config{"shm_n2", 2, "shm"},
                                            Config{"shm_n3", 3, "shm"}, Config{"shm_n4", 4, "shm"},
-                                           Config{"shm_n8", 8, "shm"}),
+                                           Config{"shm_n8", 8, "shm"},
+                                           // shm inside each of two pretend hosts, tcp across.
+                                           Config{"mixed_5_on_2", 5, "", "", "65536", 2}),
                          [](const ::testing::TestParamInfo<Config>& i) {
                            return std::string(i.param.name);
                          });
