@@ -1,6 +1,6 @@
-// collie-perf: measures collie's all-reduce the way nccl-tests' all_reduce_perf measures NCCL's,
-// on host memory (or device memory with --device), one rank per process, and prints the same
-// table.
+// collie-perf: measures collie's collectives (and sendrecv) the way nccl-tests' *_perf programs
+// measure NCCL's, on host memory (or device memory with --device), one rank per process, and
+// prints the same table.
 //
 // It uses only the public C API, so it measures what an application would get. Every rank runs
 // the same sequence of collectives; only rank 0 prints. Rank times are combined with an

@@ -146,6 +146,12 @@ bool Bench::openTable(const std::string& algo, collieDataType_t dtype, collieRed
   sweep_ = sweep;
   table_ = "";
   barrier();
+  if (!coll_.usesAlgorithm && !algo.empty() && algo != "auto") {
+    if (rank_ == 0 && sweep == 0)
+      printf("# algorithm %s does not run %s here: skipped (point-to-point calls take none)\n",
+             algo.c_str(), coll_.name);
+    return false;
+  }
   // A name this build lacks: an error when asked for by name, a skipped table under --algo all.
   if (!algo.empty()) {
     collieResult_t set = collieCommSetAlgorithm(comm_, algo.c_str());
@@ -403,7 +409,7 @@ double Bench::timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t
   useAlgo(true);
   const char* name = "";
   check(collieCommLastAlgorithm(comm_, &name));
-  picked_ = name ? name : "";
+  picked_ = !coll_.usesAlgorithm ? "p2p" : name ? name : "";
   double sec = std::chrono::duration<double>(total).count() / o_.iters;
   switch (o_.average) {
     case 0:
@@ -443,8 +449,10 @@ void Bench::benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, boo
   double algBw = sec > 0 ? bytes / 1.0e9 / sec : 0.0;
   double busBw = algBw * coll_.busFactor(nranks_);
   barrier();
-  int64_t wrong = checkResults(count, dtype, op, inPlace);
+  const bool checked = o_.check > 0 && (!inPlace || coll_.checksInPlace);
+  int64_t wrong = checked ? checkResults(count, dtype, op, inPlace) : 0;
   Result& r = record(count, type, op, inPlace);
+  r.checked = checked;
   r.timesUs.push_back(sec * 1.0e6);
   r.algos.push_back(picked_);
   r.wrong = std::max(r.wrong, wrong);
@@ -453,9 +461,9 @@ void Bench::benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, boo
   else if (rowAlgos_ != picked_)
     rowAlgos_ += "/" + picked_;
   if (rank_ == 0 && !printsAtEnd()) {
-    printRowBody(stdout, sec * 1.0e6, algBw, busBw, o_.check > 0, wrong);
+    printRowBody(stdout, sec * 1.0e6, algBw, busBw, checked, wrong);
     csv_.writeRow(count * type.size, count, type.name, opLabel(op), inPlace, sec * 1.0e6, algBw,
-                  busBw, o_.check > 0, wrong);
+                  busBw, checked, wrong);
   }
   if (rank_ == 0 && progress_) {
     fprintf(stderr, "collie-perf: sweep %d/%d %s%s%s %zu B %s %s %s: %.2f us, busbw %.3f GB/s%s\n",

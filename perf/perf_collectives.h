@@ -3,8 +3,9 @@
 // bus-bandwidth factor, how to run it, how to fill its inputs and check its result.
 //
 // A size is the per-rank total in bytes, as in nccl-tests: the whole vector of an all-reduce,
-// reduce or broadcast; the send vector of a reduce-scatter (each rank gets 1/n of it); the
-// receive vector of an all-gather (each rank gives 1/n of it).
+// reduce, broadcast or sendrecv; the send vector of a reduce-scatter (each rank gets 1/n of it)
+// and of a scatter (root's); the receive vector of an all-gather (each rank gives 1/n of it)
+// and of a gather (root's); either vector of an all-to-all.
 #pragma once
 
 #include <cstddef>
@@ -44,11 +45,17 @@ struct CollDesc {
   void (*fill)(const CollCall& c, int rep);
   // Wrong elements of this rank's result for repetition rep.
   int64_t (*check)(const CollCall& c, int rep);
+  // False where the in-place call has no defined result to check (sendrecv sends and receives
+  // the one buffer): it is timed, and its #wrong reads N/A.
+  bool checksInPlace = true;
+  // False for point-to-point calls, which no algorithm runs: --algo names none ("p2p" under
+  // auto), so that no table claims an algorithm that did not run.
+  bool usesAlgorithm = true;
 };
 
 // The entry called name (aliases without the underscore too), or null.
 const CollDesc* findCollective(const std::string& name);
-// "all_reduce, reduce_scatter, all_gather, broadcast, reduce".
+// "all_reduce, reduce_scatter, ...": every name, in table order.
 std::string collectiveNames();
 
 // Where run() reads and writes for this call: the send pointer (the recv window, offset as

@@ -304,7 +304,8 @@ ParseOutcome parseOptions(int argc, char** argv, Options* o, std::string* error)
 
 void printUsage(FILE* out) {
   fprintf(out,
-          "USAGE: collie-perf [all_reduce|reduce_scatter|all_gather|broadcast|reduce]\n"
+          "USAGE: collie-perf [all_reduce|reduce_scatter|all_gather|broadcast|reduce|sendrecv|"
+          "alltoall|gather|scatter]\n"
           "\t[-b,--minbytes <min size in bytes>] (default 32M)\n"
           "\t[-e,--maxbytes <max size in bytes>] (default 32M)\n"
           "\t[-i,--stepbytes <increment size>] (default 1M)\n"
@@ -315,7 +316,7 @@ void printUsage(FILE* out) {
           "\t[-o,--op <sum/prod/max/min/avg/all>] (default sum)\n"
           "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/all>]"
           " (default float)\n"
-          "\t[-r,--root <root>] (broadcast and reduce; default 0)\n"
+          "\t[-r,--root <root>] (broadcast, reduce, gather and scatter; default 0)\n"
           "\t[-z,--blocking <0/1/2/3> 1=barrier after each iteration, 2=no barrier, 3=barrier "
           "after each iteration, excluded from the time] (default 0)\n"
           "\t[-a,--average <0/1/2/3> time reported across ranks <0=rank 0/1=avg/2=min/3=max>] "
@@ -335,9 +336,11 @@ void printUsage(FILE* out) {
           "\t[--device] CUDA device buffers, on GPU LOCAL_RANK modulo the visible GPUs\n"
           "\t[--backend <collie/nccl>] nccl: device collectives go to NCCL (default collie)\n"
           "\t[-h,--help]\n"
-          "Sizes are per-rank totals (nccl-tests): the send vector of reduce_scatter, the receive "
-          "vector of all_gather. busbw factors: all_reduce 2(n-1)/n, reduce_scatter and "
-          "all_gather (n-1)/n, broadcast and reduce 1.\n"
+          "Sizes are per-rank totals (nccl-tests): the send vector of reduce_scatter and scatter, "
+          "the receive vector of all_gather and gather, either vector of alltoall. busbw factors: "
+          "all_reduce 2(n-1)/n; reduce_scatter, all_gather, alltoall, gather and scatter (n-1)/n; "
+          "broadcast, reduce and sendrecv 1. sendrecv sends to rank+1 and receives from rank-1 "
+          "in one group; in place it is timed but not checked (N/A).\n"
           "Sizes take K, M or G suffixes (binary units). Start ranks with collie-run -n N, or "
           "mpirun / srun.\n");
 }

@@ -155,7 +155,11 @@ bool StreamConnection::readHeader(Sock& s, ssize_t* r) {
 }
 
 Status StreamConnection::eofError(Sock& s) {
-  if (s.recvs.empty() && s.hdrGot == 0 && !p2p_.waiting()) return Status::ok();
+  // A point-to-point message may still come on the other streams: it is lost only when every
+  // stream has ended.
+  const bool allEnded =
+      std::all_of(socks_.begin(), socks_.end(), [](const Sock& o) { return o.eof; });
+  if (s.recvs.empty() && s.hdrGot == 0 && (!p2p_.waiting() || !allEnded)) return Status::ok();
   return fail(remoteError("lost peer rank " + std::to_string(peer_) +
                           ": connection closed (the peer destroyed its communicator, exited or was "
                           "killed)"));
@@ -235,23 +239,32 @@ Status StreamConnection::progressRecv(Sock& s, bool* progressed) {
       Status st = checkFrame(s.hdr, commId_, it.expect, it.len, peer_);
       if (!st.isOk()) return fail(st);
     }
-    while (it.got < it.len) {
-      ssize_t r = readSome(s, it.data + it.got, it.len - it.got);
-      if (r == 0) return Status::ok();
-      if (r == -ESHUTDOWN) {
-        s.eof = true;
-        return fail(remoteError("lost peer rank " + std::to_string(peer_) +
-                                ": connection closed mid-frame (the peer process died)"));
-      }
-      if (r < 0) return lost("receive failed", r);
-      *progressed = true;
-      it.got += static_cast<size_t>(r);
-    }
-    Request* req = it.req;
-    s.recvs.pop_front();
-    s.hdrGot = 0;
-    completePart(req);
+    bool done = false;
+    COLLIE_RETURN_IF_ERROR(readBody(s, progressed, &done));
+    if (!done) return Status::ok();
   }
+}
+
+Status StreamConnection::readBody(Sock& s, bool* progressed, bool* done) {
+  RecvItem& it = s.recvs.front();
+  while (it.got < it.len) {
+    ssize_t r = readSome(s, it.data + it.got, it.len - it.got);
+    if (r == 0) return Status::ok();
+    if (r == -ESHUTDOWN) {
+      s.eof = true;
+      return fail(remoteError("lost peer rank " + std::to_string(peer_) +
+                              ": connection closed mid-frame (the peer process died)"));
+    }
+    if (r < 0) return lost("receive failed", r);
+    *progressed = true;
+    it.got += static_cast<size_t>(r);
+  }
+  Request* req = it.req;
+  s.recvs.pop_front();
+  s.hdrGot = 0;
+  completePart(req);
+  *done = true;
+  return Status::ok();
 }
 
 Status StreamConnection::progress(bool* progressed) {

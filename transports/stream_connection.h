@@ -108,6 +108,8 @@ class StreamConnection : public Connection {
   bool readHeader(Sock& s, ssize_t* r);
   // A small frame's header and body in one read, straight into the posted buffer.
   Status readSmallFrame(Sock& s, bool* progressed, bool* done);
+  // The rest of the body of the frame of the first posted receive; *done once it is in.
+  Status readBody(Sock& s, bool* progressed, bool* done);
   // Reads from s's stash first, then from its stream (ByteStream::read's results).
   ssize_t readSome(Sock& s, void* buf, size_t n);
   // Point-to-point (stream_p2p.cc): whether s's complete header is such a frame; placing and

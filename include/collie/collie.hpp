@@ -86,6 +86,28 @@ class COLLIE_API Work {
   Result immediate_;  // an error found before the op was queued
 };
 
+// A group as a scope (collieGroupStart / collieGroupEnd): the calls made on this thread while it
+// is open, on any communicators, are posted together and completed by end(). A group left open
+// ends when it goes out of scope, its result lost: call end() to see it. Groups nest.
+class Group {
+ public:
+  Group() { collieGroupStart(); }
+  ~Group() {
+    if (open_) collieGroupEnd();
+  }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  Result end() {
+    if (!open_) return Result(collieInvalidUsage, "this group has ended already");
+    open_ = false;
+    const collieResult_t r = collieGroupEnd();
+    return r == collieSuccess ? Result() : Result(r, collieGetLastError(nullptr));
+  }
+
+ private:
+  bool open_ = true;
+};
+
 class COLLIE_API Communicator {
  public:
   Communicator() = default;
@@ -168,6 +190,22 @@ class COLLIE_API Communicator {
   // "ring", "tree", ... for the following collectives; "auto" (or "") gives it to the tuner.
   Result setAlgorithm(const std::string& name);
   std::string lastAlgorithm() const;
+
+  // Point-to-point (see collie.h): a send matches the peer's receive from this rank with the
+  // same tag, in order per pair and tag. Blocking outside a Group; inside one, posted and
+  // completed by its end().
+  Result send(const void* buf, size_t count, collieDataType_t dtype, int peer, int tag = 0);
+  Result recv(void* buf, size_t count, collieDataType_t dtype, int peer, int tag = 0);
+  // The first message with tag from any peer; *peer names its sender. Not inside a Group.
+  Result recvAny(void* buf, size_t count, collieDataType_t dtype, int tag, int* peer);
+  template <typename T>
+  Result send(View<const T> data, int peer, int tag = 0) {
+    return send(data.data, data.size, DataTypeOf<T>::value, peer, tag);
+  }
+  template <typename T>
+  Result recv(View<T> data, int peer, int tag = 0) {
+    return recv(data.data, data.size, DataTypeOf<T>::value, peer, tag);
+  }
 
   // Makes pending operations fail, tells the peers and frees the communicator.
   Result abort();

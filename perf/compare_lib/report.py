@@ -1,4 +1,5 @@
-"""The report of perf/compare: one table per size, the targets, CSV, JSON and the plot."""
+"""The report of perf/compare: one table per collective and size, Collie ÷ the best peer, the
+targets, CSV, JSON and the plots."""
 
 import csv
 import json
@@ -42,9 +43,10 @@ def _cores(r):
     return "%s/%s%s" % (_fmt(b), _fmt(a), " far" if r.get("far") else "")
 
 
-def size_table(size, rows, ranks, bounds):
-    """Markdown lines for one size: every system's time and busbw; Collie rows get ratios."""
-    lines = ["### %s (%d ranks)" % (human(size), ranks), "",
+def size_table(size, rows, ranks, bounds, title=None):
+    """Markdown lines for one size: every system's time and busbw; Collie rows get ratios.
+    title: the collective's, in the heading, where the report has several."""
+    lines = ["### %s%s (%d ranks)" % (title + " " if title else "", human(size), ranks), "",
              "| system | class | µs | busbw GB/s | ÷ best peer, same class | ÷ best peer | of bound "
              "| cores µs |",
              "|:--|:--|--:|--:|--:|--:|--:|--:|"]
@@ -147,13 +149,21 @@ def target_lines(tgts):
     return lines
 
 
-def header_lines(info, limits, versions, ranks, placed=None):
-    lines = ["# Collie vs OpenMPI and Gloo: float32 sum AllReduce, %d ranks" % ranks, "",
+def header_lines(info, limits, versions, ranks, placed, colls):
+    """The title, the machine, the limits and, for one collective, its bounds."""
+    if len(colls) == 1:
+        what = colls[0].heading()
+        busbw = "busbw = bytes·%s ÷ time" % colls[0].factor_text()
+    else:
+        what = "float32 collectives (reductions sum)"
+        busbw = "busbw = bytes·factor ÷ time with nccl-tests' factors (%s)" % "; ".join(
+            "%s %s" % (c.title, c.factor_text()) for c in colls)
+    lines = ["# Collie vs OpenMPI and Gloo: %s, %d ranks" % (what, ranks), "",
              "Machine: %s, %s cores, kernel %s, %s memory." % (info["cpu"], info["cores"],
                                                               info["kernel"], info["memory"]),
              "Versions: " + "; ".join(v for _, v in sorted(versions.items())) + ".",
              "Packages: " + ", ".join("%s %s" % (k, v) for k, v in info["packages"].items() if v) + ".",
-             "busbw = bytes·2(n−1)/n ÷ time (GB/s = 1e9 B/s); time = median over batches of the "
+             busbw.replace("·1 ", " ") + " (GB/s = 1e9 B/s); time = median over batches of the "
              "slowest rank; Collie out of place.", "", "## Physical limits", "",
              "| probe | threads | buffer | GB/s |", "|:--|--:|--:|--:|"]
     for l in limits.get("limits", []):
@@ -168,12 +178,9 @@ def header_lines(info, limits, versions, ranks, placed=None):
         lines += ["", "Core-to-core latency before/during/after these probes: %s µs%s." % (
             "/".join(_fmt(us, 3) for us in looks),
             " (the cores were apart: the shm bound is the far placement's)" if far else "")]
-    b = limits.get("bounds", {})
-    lines += ["", "2-rank AllReduce bounds: shm %s GB/s (the lower of 1/(1/R+1/C), R two-thread "
-              "f32 add with streaming stores and C two-thread streaming copy, and X, data handed "
-              "between two cores both ways at once: each rank takes S bytes the other core "
-              "wrote), tcp %s GB/s (loopback, per direction with both busy)."
-              % (_fmt(b.get("shm")), _fmt(b.get("tcp"))), ""]
+    lines.append("")
+    if len(colls) == 1:
+        lines += bound_lines(colls[0], limits)
     if placed and placed.get("lowest_us") is not None:
         lines += ["Cores' placement: the lowest core-to-core latency seen was %.3f µs. Every command "
                   "waited up to %g s for the cores to be within %gx of it, and ran again when they "
@@ -186,9 +193,38 @@ def header_lines(info, limits, versions, ranks, placed=None):
     return lines
 
 
+def bound_lines(coll, limits):
+    """The collective's 2-rank bounds and how they follow from the limits."""
+    b = coll.bounds(limits)
+    shm, tcp = coll.bound_notes()
+    return ["2-rank %s bounds: shm %s GB/s (%s), tcp %s GB/s (%s)."
+            % (coll.title, _fmt(b.get("shm")), shm, _fmt(b.get("tcp")), tcp), ""]
+
+
+def summary_lines(rows, colls, ranks):
+    """Per collective and size: the best Collie system against the best peer, by busbw."""
+    lines = ["## Collie ÷ best peer (%d ranks)" % ranks, "",
+             "| collective | size | best Collie | busbw GB/s | best peer | busbw GB/s | ratio |",
+             "|:--|--:|:--|--:|:--|--:|--:|"]
+    for coll in colls:
+        mine = [r for r in rows if r.get("collective") == coll.name]
+        for size in sorted(set(r["bytes"] for r in mine)):
+            here = [r for r in mine if r["bytes"] == size and "busbw" in r]
+            collie = [r for r in here if r["family"] == "collie"]
+            c = max(collie, key=lambda r: r["busbw"]) if collie else None
+            p = _best_peer(here)
+            lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                coll.title, human(size), c["system"] if c else "—", _fmt(c and c["busbw"], 3),
+                p["system"] if p else "—", _fmt(p and p["busbw"], 3),
+                _fmt(_ratio(c and c["busbw"], p and p["busbw"]))))
+    lines.append("")
+    return lines
+
+
 def write_csv(path, rows):
     keys = ["system", "family", "cls", "ranks", "bytes", "iters", "time_us", "time_us_min", "busbw",
-            "wrong", "algo", "core_us_before", "core_us_after", "far", "attempts", "error"]
+            "wrong", "algo", "core_us_before", "core_us_after", "far", "attempts", "error",
+            "collective"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
@@ -201,7 +237,7 @@ def write_json(path, doc):
         json.dump(doc, f, indent=1)
 
 
-def plot(path, rows, ranks):
+def plot(path, rows, ranks, coll):
     """busbw vs size (log x), one line per system, with gnuplot; returns an error text or None."""
     gnuplot = shutil.which("gnuplot")
     if not gnuplot:
@@ -221,7 +257,7 @@ def plot(path, rows, ranks):
     script = "\n".join([
         "set terminal png size 1200,750 noenhanced",
         "set output '%s'" % path,
-        "set title 'float32 sum AllReduce, %d ranks: bus bandwidth'" % ranks,
+        "set title '%s, %d ranks: bus bandwidth'" % (coll.heading(), ranks),
         "set logscale x 2", "set format x '%.0b%B'", "set xlabel 'bytes per rank'",
         "set ylabel 'busbw (GB/s)'", "set key left top", "set grid",
         "plot for [i=0:%d] '%s' index i using 1:2 with linespoints title columnheader(1)"

@@ -1,9 +1,10 @@
 """The systems perf/compare measures, and how to start and read each one.
 
-Every system is one command per size: Collie through collie-run and collie-perf (one per
-transport, and the library's own choice), OpenMPI's MPI_Allreduce through mpirun and our peer
-driver (several component settings), Gloo's algorithms through collie-run and our Gloo driver.
-Each reports the median and min time per all-reduce, over the same plan of iterations.
+Every system is one command per collective and size: Collie through collie-run and collie-perf
+(one per transport, and the library's own choice), OpenMPI's collective (MPI_Allreduce,
+MPI_Reduce_scatter_block, ...) through mpirun and our peer driver (several component settings),
+Gloo's algorithms for it through collie-run and our Gloo driver. Each reports the median and
+min time per call, over the same plan of iterations.
 """
 
 import json
@@ -67,10 +68,7 @@ MPI_CONFIGS = {
                    "OpenMPI over UCX shared memory"),
 }
 
-GLOO_ALGOS = ["ring", "ring_chunked", "halving_doubling"]
-
-
-def peer_systems(bin_dir, ranks):
+def peer_systems(bin_dir, ranks, coll):
     out = []
     if os.path.exists(os.path.join(bin_dir, "collie-peer-mpi")) and shutil.which("mpirun"):
         for name, (cls, _, text) in MPI_CONFIGS.items():
@@ -78,12 +76,14 @@ def peer_systems(bin_dir, ranks):
                 continue  # the strongest peer only at 4 ranks; at 2 collsm is
             out.append(System(name, "mpi", cls, text))
     if os.path.exists(os.path.join(bin_dir, "collie-peer-gloo")):
-        for algo in GLOO_ALGOS:
-            out.append(System("gloo-" + algo, "gloo", "tcp", "Gloo %s over TCP" % algo))
+        for algo in coll.gloo:
+            text = "Gloo's %s over TCP" % coll.title if algo == "default" else \
+                "Gloo %s over TCP" % algo
+            out.append(System("gloo-" + algo, "gloo", "tcp", text))
     return out
 
 
-def _collie_command(system, bin_dir, ranks, size, plan, json_path):
+def _collie_command(system, coll, bin_dir, ranks, size, plan, json_path):
     env = dict(os.environ)
     flags = []
     transport = {"collie-shm": "shm", "collie-tcp": "tcp", "collie-ucx-posix": "ucx",
@@ -98,27 +98,30 @@ def _collie_command(system, bin_dir, ranks, size, plan, json_path):
     if system.name == "collie-auto":
         flags += ["--algo", "auto"]
     cmd = [os.path.join(bin_dir, "collie-run"), "-n", str(ranks), os.path.join(bin_dir, "collie-perf"),
-           "-b", str(size), "-e", str(size), "-n", str(plan.iters(size)), "-w", str(plan.warmup(size)),
+           coll.name, "-b", str(size), "-e", str(size), "-n", str(plan.iters(size)),
+           "-w", str(plan.warmup(size)),
            "-R", str(plan.batches), "-c", "1", "--progress", "0", "--json", json_path] + flags
     return cmd, env
 
 
-def _mpi_command(system, bin_dir, ranks, size, plan):
+def _mpi_command(system, coll, bin_dir, ranks, size, plan):
     cmd = ["mpirun", "-n", str(ranks)]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     if _oversubscribed(ranks):
         cmd.append("--oversubscribe")
     cmd += MPI_CONFIGS[system.name][1]
-    cmd += [os.path.join(bin_dir, "collie-peer-mpi"), "-b", str(size), "-e", str(size),
+    cmd += [os.path.join(bin_dir, "collie-peer-mpi"), "--coll", coll.name, "-b", str(size),
+            "-e", str(size),
             "-n", str(plan.iters(size)), "-w", str(plan.warmup(size)), "-R", str(plan.batches),
             "--label", system.name]
     return cmd
 
 
-def _gloo_command(system, bin_dir, ranks, size, plan, store):
+def _gloo_command(system, coll, bin_dir, ranks, size, plan, store):
     return [os.path.join(bin_dir, "collie-run"), "-n", str(ranks),
-            os.path.join(bin_dir, "collie-peer-gloo"), "--algo", system.name[len("gloo-"):],
+            os.path.join(bin_dir, "collie-peer-gloo"), "--coll", coll.name,
+            "--algo", system.name[len("gloo-"):],
             "--store", store, "-b", str(size), "-e", str(size), "-n", str(plan.iters(size)),
             "-w", str(plan.warmup(size)), "-R", str(plan.batches), "--label", system.name]
 
@@ -150,18 +153,19 @@ def _parse_collie(json_path, text):
             "wrong": first["wrong"] or 0, "algo": ",".join(algos)}, version
 
 
-def run_one(system, bin_dir, ranks, size, plan, timeout_s=180):
-    """One measurement: a dict with time_us, time_us_min, wrong, algo, or an 'error' text."""
+def run_one(system, coll, bin_dir, ranks, size, plan, timeout_s=180):
+    """One measurement of coll: a dict with time_us, time_us_min, wrong, algo, or an 'error'
+    text."""
     tmp = tempfile.mkdtemp(prefix="collie-compare-")
     try:
         env = dict(os.environ)
         json_path = os.path.join(tmp, "out.json")
         if system.is_collie():
-            cmd, env = _collie_command(system, bin_dir, ranks, size, plan, json_path)
+            cmd, env = _collie_command(system, coll, bin_dir, ranks, size, plan, json_path)
         elif system.family == "mpi":
-            cmd = _mpi_command(system, bin_dir, ranks, size, plan)
+            cmd = _mpi_command(system, coll, bin_dir, ranks, size, plan)
         else:
-            cmd = _gloo_command(system, bin_dir, ranks, size, plan, tmp)
+            cmd = _gloo_command(system, coll, bin_dir, ranks, size, plan, tmp)
         try:
             p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, timeout=timeout_s)

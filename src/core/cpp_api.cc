@@ -220,4 +220,17 @@ Result Communicator::sizeMismatch() {
                 "send and recv views do not have the sizes the collective needs");
 }
 
+Result Communicator::send(const void* buf, size_t count, collieDataType_t dtype, int peer,
+                          int tag) {
+  return fromC(collieSendTagged(buf, count, dtype, peer, tag, comm_, nullptr), comm_);
+}
+
+Result Communicator::recv(void* buf, size_t count, collieDataType_t dtype, int peer, int tag) {
+  return fromC(collieRecvTagged(buf, count, dtype, peer, tag, comm_, nullptr), comm_);
+}
+
+Result Communicator::recvAny(void* buf, size_t count, collieDataType_t dtype, int tag, int* peer) {
+  return fromC(collieRecvAny(buf, count, dtype, tag, peer, comm_, nullptr), comm_);
+}
+
 }  // namespace collie

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collie/collie.h"
+#include "collie/collie.hpp"
 #include "src/base/dtype.h"
 #include "tests/harness/process_world.h"
 #include "tests/harness/reference.h"
@@ -281,6 +282,40 @@ INSTANTIATE_TEST_SUITE_P(
                       P2PConfig{"ucx_shm_n3", 3, "ucx", "posix,cma"},
                       P2PConfig{"mixed_n8", 8, "", ""}),
     [](const ::testing::TestParamInfo<P2PConfig>& i) { return std::string(i.param.name); });
+
+// The C++ API: a Group scope around typed sends and receives, then a receive from any peer.
+TEST(P2PCpp, GroupScopeRingAndRecvAny) {
+  WorldOptions opt;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "30000"}, {"COLLIE_TRANSPORT", "tcp"}};
+  auto out = runWorld(3, opt, [](int rank, Reporter& rep) {
+    Communicator comm;
+    if (Result r = Communicator::initFromEnv(&comm); !r) return rep.fail(r.toString());
+    const int to = (rank + 1) % 3, from = (rank + 2) % 3;
+    std::vector<double> send(70001), recv(send.size(), -1.0);
+    for (size_t i = 0; i < send.size(); ++i) send[i] = valueOf(rank, to, 1, i);
+    {
+      Group g;
+      comm.send(View<const double>(send.data(), send.size()), to, 1);
+      comm.recv(View<double>(recv), from, 1);
+      if (Result r = g.end(); !r) return rep.fail("group: " + r.toString());
+    }
+    for (size_t i = 0; i < recv.size(); ++i)
+      if (recv[i] != valueOf(from, rank, 1, i)) return rep.fail("wrong at " + std::to_string(i));
+    int32_t v = rank, got = -1;
+    int sender = -1;
+    if (rank != 0) {
+      if (Result r = comm.send(&v, 1, collieInt32, 0, 3); !r) rep.fail(r.toString());
+    } else {
+      for (int k = 0; k < 2; ++k) {
+        if (Result r = comm.recvAny(&got, 1, collieInt32, 3, &sender); !r) rep.fail(r.toString());
+        if (got != sender || sender < 1) rep.fail("recvAny: " + std::to_string(got));
+      }
+    }
+    rep.note("ok");
+  });
+  expectAllPassed(out);
+  for (const auto& o : out) EXPECT_EQ(o.notes.size(), 1u);
+}
 
 }  // namespace
 }  // namespace testing

@@ -187,10 +187,11 @@ TEST(ColliePerf, BadFlagsExitTwo) {
     EXPECT_EQ(bad.exitCode, 2) << flags << ": " << bad.out;
   }
 
-  Outcome other = runCommand(kPerf + " alltoall -b 8 2>&1");
+  Outcome other = runCommand(kPerf + " alltoallv -b 8 2>&1");
   EXPECT_EQ(other.exitCode, 2) << other.out;
-  EXPECT_TRUE(contains(other.out, "collective alltoall is not available in this build"))
+  EXPECT_TRUE(contains(other.out, "collective alltoallv is not available in this build"))
       << other.out;
+  EXPECT_TRUE(contains(other.out, "sendrecv, alltoall, gather, scatter")) << other.out;
 
   Outcome launched = runPerf(2, "--no-such-flag 2>&1");
   EXPECT_NE(launched.exitCode, 0) << launched.out;
@@ -409,6 +410,64 @@ TEST(ColliePerf, EveryCollectiveIsCheckedWithItsBusFactor) {
     }
   }
   unlink(path.c_str());
+}
+
+// The collectives beyond nccl-tests' first five, at 2 ranks: every datatype checked against
+// its reference, root 1 for the rooted ones, and busbw / algbw = 1 for sendrecv, (n-1)/n = 1/2
+// for the others. sendrecv in place sends and receives one buffer, so it is timed, not checked.
+TEST(ColliePerf, SendRecvAlltoAllGatherScatterAreChecked) {
+  struct Case {
+    const char* coll;
+    const char* factor;  // as Python reads it
+    int root;
+    bool inPlaceChecked;
+  } cases[] = {{"sendrecv", "1", -1, false},
+               {"alltoall", "1/2", -1, true},
+               {"gather", "1/2", 1, true},
+               {"scatter", "1/2", 1, true}};
+  std::string path = tempPath("p2p") + ".json";
+  for (const Case& c : cases) {
+    Outcome run =
+        runPerf(2, std::string(c.coll) + " -b 1K -e 16K -f 16 -n 2 -r 1 -d all --json " + path);
+    ASSERT_EQ(run.exitCode, 0) << c.coll << ": " << run.out;
+    EXPECT_TRUE(contains(run.out, std::string("# Collective test starting: ") + c.coll)) << run.out;
+    EXPECT_TRUE(contains(run.out, "# Out of bounds values : 0 OK")) << run.out;
+    std::vector<Row> rows = parseRows(run.out);
+    EXPECT_EQ(rows.size(), 10u * 2u) << c.coll << run.out;  // every datatype, 1K and 16K
+    for (const Row& r : rows) {
+      EXPECT_EQ(r.op, "none") << c.coll;
+      EXPECT_EQ(r.root, c.root) << c.coll;
+      EXPECT_EQ(r.wrong[0], "0") << c.coll << " " << r.type << " " << r.bytes;
+      EXPECT_EQ(r.wrong[1], c.inPlaceChecked ? "0" : "N/A")
+          << c.coll << " " << r.type << " " << r.bytes << " in place";
+      if (r.type == "float") {
+        EXPECT_EQ(r.count, r.bytes / 4) << c.coll;
+      }
+    }
+    if (runCommand("sh -c 'command -v python3' >/dev/null").exitCode == 0) {
+      Outcome ratio = runCommand(
+          "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+          "print(\"%.6f\" % max(abs(x[\"busbw_GBs\"]/x[\"algbw_GBs\"]/eval(sys.argv[2])-1) "
+          "for x in d[\"results\"] if x[\"algbw_GBs\"]>0))' " +
+          path + " " + c.factor);
+      EXPECT_EQ(ratio.out, "0.000000\n") << c.coll;
+    }
+  }
+  unlink(path.c_str());
+  // No algorithm runs point-to-point calls: auto names them p2p, a forced algorithm is refused.
+  Outcome p2p = runPerf(2, "sendrecv -b 1K -e 1K -n 2 --algo auto");
+  ASSERT_EQ(p2p.exitCode, 0) << p2p.out;
+  std::vector<Row> autoRows = parseRows(p2p.out, true);
+  ASSERT_EQ(autoRows.size(), 1u) << p2p.out;
+  EXPECT_EQ(autoRows[0].algo, "p2p") << p2p.out;
+  Outcome ring = runPerf(2, "sendrecv -b 1K -e 1K -n 2 --algo ring");
+  EXPECT_EQ(ring.exitCode, 1) << ring.out;
+  EXPECT_TRUE(contains(ring.out, "# algorithm ring does not run sendrecv here: skipped"))
+      << ring.out;
+  // A root that is no rank is refused before anything runs.
+  Outcome bad = runPerf(2, "gather -b 1K -e 1K -r 2 2>&1");
+  EXPECT_NE(bad.exitCode, 0) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "root 2 is not a rank of 2")) << bad.out;
 }
 
 TEST(ColliePerf, JsonHasEveryResult) {

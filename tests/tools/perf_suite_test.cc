@@ -125,6 +125,17 @@ TEST(PerfSuite, MpiDriverChecksItsSums) {
   EXPECT_EQ(countOf(run.out, "result system=t ranks=2 "), 5u) << run.out;  // 8 .. 32K by 8
   EXPECT_EQ(countOf(run.out, " wrong=0"), 5u) << run.out;
   EXPECT_EQ(countOf(run.out, "version Open MPI"), 1u) << run.out;
+  // Every collective perf/compare measures, each checked against its own expected layout.
+  for (const char* coll : {"reducescatter", "allgather", "broadcast", "reduce", "alltoall",
+                           "sendrecv", "gather", "scatter"}) {
+    Outcome one = runCommand("mpirun -n 2" + root + " " + kBin + "/collie-peer-mpi --coll " + coll +
+                             " -b 64 -e 4K -f 64 -n 2 -R 1 --label t 2>&1");
+    ASSERT_EQ(one.exitCode, 0) << coll << ": " << one.out;
+    EXPECT_EQ(countOf(one.out, std::string("ranks=2 coll=") + coll + " "), 2u) << one.out;
+    EXPECT_EQ(countOf(one.out, " wrong=0"), 2u) << coll << ": " << one.out;
+  }
+  Outcome bad = runCommand(kBin + "/collie-peer-mpi --coll allgatherv 2>&1");
+  EXPECT_NE(bad.exitCode, 0) << bad.out;
 }
 
 TEST(PerfSuite, GlooDriverChecksItsSums) {
@@ -140,6 +151,22 @@ TEST(PerfSuite, GlooDriverChecksItsSums) {
     ASSERT_EQ(run.exitCode, 0) << algo << ": " << run.out;
     EXPECT_EQ(countOf(run.out, " wrong=0"), 4u) << algo << ": " << run.out;
   }
+  // The other collectives: reduce-scatter's halving-doubling, Gloo's one algorithm for the rest.
+  for (const char* coll : {"reducescatter", "allgather", "broadcast", "reduce", "alltoall",
+                           "sendrecv", "gather", "scatter"}) {
+    char dir[] = "/tmp/collie-gloo-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    Outcome run = runCommand(kBin + "/collie-run -n 2 " + kBin + "/collie-peer-gloo --coll " +
+                             coll + " --store " + dir + " -b 64 -e 4K -f 64 -n 2 -R 1 2>&1");
+    runCommand(std::string("rm -rf ") + dir);
+    ASSERT_EQ(run.exitCode, 0) << coll << ": " << run.out;
+    EXPECT_EQ(countOf(run.out, std::string("coll=") + coll + " "), 2u) << run.out;
+    EXPECT_EQ(countOf(run.out, " wrong=0"), 2u) << coll << ": " << run.out;
+  }
+  Outcome bad = runCommand(kBin + "/collie-run -n 1 " + kBin +
+                           "/collie-peer-gloo --coll gather --algo ring --store /tmp 2>&1");
+  EXPECT_EQ(bad.exitCode, 2) << bad.out;
+  EXPECT_TRUE(bad.out.find("no --algo ring for gather") != std::string::npos) << bad.out;
 }
 
 TEST(PerfSuite, CompareWritesTablesCsvJsonAndPlot) {
@@ -173,8 +200,9 @@ TEST(PerfSuite, CompareWritesTablesCsvJsonAndPlot) {
   std::string want = std::to_string(3 * systems) + " " + std::to_string(3 * systems) + " True ";
   EXPECT_EQ(parsed.out.rfind(want, 0), 0u) << parsed.out << "\n" << run.out;
   // The cores' placement is looked at around every command, where there are 2 CPUs to do it.
-  EXPECT_TRUE(parsed.out.find(sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? "True True True\n"
-                                                                  : "True True") != std::string::npos)
+  EXPECT_TRUE(
+      parsed.out.find(sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? "True True True\n" : "True True") !=
+      std::string::npos)
       << parsed.out;
   EXPECT_TRUE(run.out.find("| cores µs |") != std::string::npos) << run.out;
   std::ifstream csv(out + "/results.csv");
@@ -190,6 +218,55 @@ TEST(PerfSuite, CompareWritesTablesCsvJsonAndPlot) {
   runCommand("rm -rf " + out);
 }
 
+// --collective with a comma list: one section per collective, each with its sizes (a split
+// collective's block must not be empty: 8 B is 2 floats, 1 per rank), bounds, busbw factor
+// and plot, and the table of Collie against the best peer.
+TEST(PerfSuite, CompareMeasuresTheCollectivesItIsGiven) {
+  if (!haveCommand("python3")) GTEST_SKIP() << "python3 is not installed";
+  char dir[] = "/tmp/collie-compare-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string out = dir;
+  Outcome run = runCommand(std::string("python3 ") + COLLIE_SOURCE_DIR + "/perf/compare --bin " +
+                               kBin + " --collective reducescatter,sendrecv --sizes 64 " +
+                               "--quick --settle 1 --systems collie-shm,mpi-vader,gloo- --out " +
+                               out + " 2>&1",
+                           300);
+  ASSERT_EQ(run.exitCode, 0) << run.out;
+  for (const char* text :
+       {"float32 collectives", "## float32 sum ReduceScatter", "## float32 SendRecv",
+        "### ReduceScatter 64 B (2 ranks)", "### SendRecv 64 B (2 ranks)",
+        "2-rank ReduceScatter bounds: shm ", "2-rank SendRecv bounds: shm ",
+        "## Collie ÷ best peer (2 ranks)", "| ReduceScatter | 64 B | collie-shm |",
+        "| SendRecv | 64 B | collie-shm |"}) {
+    EXPECT_TRUE(run.out.find(text) != std::string::npos) << text << "\n" << run.out;
+  }
+  EXPECT_TRUE(run.out.find("## Targets") == std::string::npos) << run.out;  // AllReduce's only
+  // busbw = bytes * factor / time: 1/2 for reduce-scatter at 2 ranks, 1 for sendrecv.
+  std::string check =
+      "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d[\"results\"]; "
+      "ok=[x for x in r if \"error\" not in x]; "
+      "f={\"reducescatter\": 0.5, \"sendrecv\": 1.0}; "
+      "print(len(r), len(ok), d[\"collectives\"], all(abs(x[\"busbw\"]-x[\"bytes\"]*"
+      "f[x[\"collective\"]]/(x[\"time_us\"]*1e3))<1e-9 and x[\"wrong\"]==0 for x in ok))' " +
+      out + "/results.json";
+  Outcome parsed = runCommand(check);
+  ASSERT_EQ(parsed.exitCode, 0) << parsed.out;
+  int systems = 1 + exists(kBin + "/collie-peer-mpi") + exists(kBin + "/collie-peer-gloo");
+  EXPECT_EQ(parsed.out, std::to_string(2 * systems) + " " + std::to_string(2 * systems) +
+                            " ['reducescatter', 'sendrecv'] True\n")
+      << parsed.out << "\n"
+      << run.out;
+  if (haveCommand("gnuplot")) {
+    EXPECT_EQ(access((out + "/busbw-sendrecv.png").c_str(), R_OK), 0);
+  }
+  runCommand("rm -rf " + out);
+  Outcome bad = runCommand(std::string("python3 ") + COLLIE_SOURCE_DIR + "/perf/compare --bin " +
+                           kBin + " --collective allgatherv 2>&1");
+  EXPECT_EQ(bad.exitCode, 2) << bad.out;
+  EXPECT_TRUE(bad.out.find("--collective allgatherv: not one of allreduce,") != std::string::npos)
+      << bad.out;
+}
+
 // perf/compare's placement logic against a scripted probe: latencies 0.05 (the lowest), then
 // 0.2 twice (cores apart), then 0.05. settle() waits through the far ones; a row is far when
 // either of its looks was over 3x the lowest; with no time to wait it takes what it gets.
@@ -201,19 +278,27 @@ TEST(PerfSuite, CompareWaitsForTheCoresToBeNearAndMarksFarRows) {
   {
     std::ofstream probe(d + "/collie-limits");
     probe << "#!/bin/sh\n"
-             "n=$(cat " << d << "/n 2>/dev/null || echo 0); echo $((n + 1)) > " << d << "/n\n"
+             "n=$(cat "
+          << d << "/n 2>/dev/null || echo 0); echo $((n + 1)) > " << d
+          << "/n\n"
              "case $n in 1|2) us=0.2 ;; *) us=0.05 ;; esac\n"
              "echo \"latency name=core_to_core_oneway us=$us\"\n";
   }
   ASSERT_EQ(runCommand("chmod +x " + d + "/collie-limits").exitCode, 0);
-  std::string py = std::string("python3 -c 'import sys; sys.path.insert(0, \"") + COLLIE_SOURCE_DIR +
+  std::string py = std::string("python3 -c 'import sys; sys.path.insert(0, \"") +
+                   COLLIE_SOURCE_DIR +
                    "/perf\"); from compare_lib import placement as P; "
-                   "p = P.Placement(\"" + d + "\", 5); p.probe(); "
+                   "p = P.Placement(\"" +
+                   d +
+                   "\", 5); p.probe(); "
                    "print(p.settle(), p.waited_s > 0.8, p.lowest); "
                    "print(P.is_far({\"core_us_before\": 0.2, \"core_us_after\": 0.05}, 0.05), "
                    "P.is_far({\"core_us_before\": 0.1, \"core_us_after\": 0.15}, 0.05)); "
-                   "q = P.Placement(\"" + d + "\", 0); q.lowest = 0.05; "
-                   "open(\"" + d + "/n\", \"w\").write(\"1\"); print(q.settle(), q.can_wait())'";
+                   "q = P.Placement(\"" +
+                   d +
+                   "\", 0); q.lowest = 0.05; "
+                   "open(\"" +
+                   d + "/n\", \"w\").write(\"1\"); print(q.settle(), q.can_wait())'";
   Outcome run = runCommand(py + " 2>&1");
   runCommand("rm -rf " + d);
   ASSERT_EQ(run.exitCode, 0) << run.out;
