@@ -120,6 +120,7 @@ std::unique_ptr<Algorithm> makeHierarchicalAlgorithm();
 std::unique_ptr<Algorithm> makePairwiseAlgorithm();
 std::unique_ptr<Algorithm> makeBruckAlgorithm();
 std::unique_ptr<Algorithm> makeLinearAlgorithm();
+std::unique_ptr<Algorithm> makeBinomialAlgorithm();
 
 // Bytes of one rank's contribution: count elements of dtype.
 inline size_t argBytes(const CollArgs& a) { return a.count * dtypeSize(a.dtype); }

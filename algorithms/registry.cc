@@ -17,6 +17,7 @@ std::vector<std::unique_ptr<Algorithm>> buildAlgorithms() {
   algos.push_back(makePairwiseAlgorithm());
   algos.push_back(makeBruckAlgorithm());
   algos.push_back(makeLinearAlgorithm());
+  algos.push_back(makeBinomialAlgorithm());
   return algos;
 }
 

@@ -25,7 +25,7 @@ static const std::vector<ParamInfo>& table() {
        "Messages >= COLLIE_STRIPE_BYTES are striped over a peer's sockets"},
       {"COLLIE_STRIPE_BYTES", "256K", "smallest message striped over all of a peer's sockets"},
       {"COLLIE_CHUNK_BYTES", "512K",
-       "pipeline chunk of the ring, pairwise, bruck and linear algorithms, bytes"},
+       "pipeline chunk of the ring, pairwise, bruck, linear and binomial algorithms, bytes"},
       {"COLLIE_SOCKET_BUFFER", "",
        "SO_SNDBUF/SO_RCVBUF per socket (unset: 4M to a peer on this host, 512K to a peer on "
        "another host; 0 = kernel default; at least 64K)"},

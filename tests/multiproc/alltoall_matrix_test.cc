@@ -1,6 +1,6 @@
 // AllToAll, AllToAllv, Gather and Scatter over real processes: dtypes {i8, i32, f16, bf16, f32,
-// f64} x counts {0, 1, 1001, several chunks} x in place and out of place x roots {0, last}, with
-// AllToAll once by each of its algorithms and AllToAllv with zero and uneven counts and
+// f64} x counts {0, 1, 1001, several chunks} x in place and out of place x roots {0, last}, each
+// call once by each of its algorithms and AllToAllv with zero and uneven counts and
 // scattered displacements. Every rank checks its whole receive buffer, the bytes around what
 // it receives too, against values computed from (source rank, destination rank, index). Then
 // the bad arguments each call must refuse, and the disagreements between ranks it must report.
@@ -162,7 +162,8 @@ bool allToAllvCase(Ctx& c, collieDataType_t dt, size_t base) {
   return true;
 }
 
-bool gatherCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int root) {
+bool gatherCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int root,
+                const char* algo) {
   const size_t esz = dtypeSize(dt), bytes = count * esz;
   const bool isRoot = c.rank == root;
   Buf own(bytes, count % 3), recv(bytes * c.n, count % 5), want(bytes * c.n, count % 5);
@@ -172,14 +173,14 @@ bool gatherCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int roo
     for (int j = 0; j < c.n; ++j) fillBlock(want.data() + j * bytes, dt, j, root, count);
   // Off the root the receive buffer is not written: NULL on odd ranks, untouched on the others.
   void* r = !isRoot && c.rank % 2 == 1 ? nullptr : recv.data();
-  const std::string what = describe("gather", c, count, dt, inPlace, root);
-  if (!c.check(collieGather(send, r, count, dt, root, c.comm, nullptr), what, "linear"))
-    return false;
+  const std::string what = describe("gather", c, count, dt, inPlace, root) + " by " + algo;
+  if (!c.check(collieGather(send, r, count, dt, root, c.comm, nullptr), what, algo)) return false;
   c.expectBytes(recv, want, esz, what);
   return true;
 }
 
-bool scatterCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int root) {
+bool scatterCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int root,
+                 const char* algo) {
   const size_t esz = dtypeSize(dt), bytes = count * esz;
   const bool isRoot = c.rank == root;
   Buf send(bytes * c.n, count % 3), recv(bytes, count % 5), want(bytes, count % 5);
@@ -189,9 +190,8 @@ bool scatterCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int ro
   const Buf sent = send;  // in place on the root: the send buffer is the result
   char* out = inPlace && isRoot ? send.data() + root * bytes : recv.data();
   const void* s = !isRoot && c.rank % 2 == 1 ? nullptr : send.data();
-  const std::string what = describe("scatter", c, count, dt, inPlace, root);
-  if (!c.check(collieScatter(s, out, count, dt, root, c.comm, nullptr), what, "linear"))
-    return false;
+  const std::string what = describe("scatter", c, count, dt, inPlace, root) + " by " + algo;
+  if (!c.check(collieScatter(s, out, count, dt, root, c.comm, nullptr), what, algo)) return false;
   if (inPlace && isRoot)
     c.expectBytes(send, sent, esz, what);
   else
@@ -200,14 +200,20 @@ bool scatterCase(Ctx& c, collieDataType_t dt, size_t count, bool inPlace, int ro
 }
 
 bool rootedCases(Ctx& c, const std::vector<size_t>& counts) {
-  for (size_t count : counts)
-    for (collieDataType_t dt : kTypes)
-      for (int root : {0, c.n - 1})
-        for (int inPlace = 0; inPlace < 2; ++inPlace) {
-          if (!gatherCase(c, dt, count, inPlace != 0, root)) return false;
-          if (!scatterCase(c, dt, count, inPlace != 0, root)) return false;
-        }
-  return true;
+  for (const char* algo : {"linear", "binomial"}) {
+    if (collieCommSetAlgorithm(c.comm, algo) != collieSuccess) {
+      c.rep->fail(std::string("force ") + algo + ": " + collieGetLastError(c.comm));
+      return false;
+    }
+    for (size_t count : counts)
+      for (collieDataType_t dt : kTypes)
+        for (int root : {0, c.n - 1})
+          for (int inPlace = 0; inPlace < 2; ++inPlace) {
+            if (!gatherCase(c, dt, count, inPlace != 0, root, algo)) return false;
+            if (!scatterCase(c, dt, count, inPlace != 0, root, algo)) return false;
+          }
+  }
+  return collieCommSetAlgorithm(c.comm, "auto") == collieSuccess;
 }
 
 // Refused on every rank alike, before anything is sent: the communicator stays usable.
@@ -352,6 +358,18 @@ void runCpp(int rank, int n, Reporter& rep) {
       break;
     }
   if (rank == 0 && late != expectedAllToAll(0, n, count)) rep.fail("gather after async");
+  // Inside a group the calls run at its end, in order.
+  std::vector<float> grouped(mine.size()), groupedV(mine.size(), -1000.0f);
+  collieComm_t h = comm.handle();
+  if (collieGroupStart() != collieSuccess ||
+      collieAlltoAll(mine.data(), grouped.data(), count, collieFloat32, h, nullptr) !=
+          collieSuccess ||
+      collieAlltoAllv(mine.data(), sc.data(), sd.data(), groupedV.data(), rc.data(), rd.data(),
+                      collieFloat32, h, nullptr) != collieSuccess ||
+      collieGroupEnd() != collieSuccess)
+    rep.fail(std::string("grouped alltoall: ") + collieGetLastError(h));
+  if (grouped != a2a) rep.fail("grouped alltoall");
+  if (groupedV != v) rep.fail("grouped alltoallv");
   // Bad arguments come back through the Work.
   Work bad = comm.alltoallvAsync(mine.data(), nullptr, sd.data(), v.data(), rc.data(), rd.data(),
                                  collieFloat32);
@@ -374,6 +392,7 @@ struct Config {
   const char* transport;        // COLLIE_TRANSPORT
   const char* ucxTls = "";      // UCX_TLS, "" to leave it unset
   const char* chunk = "65536";  // COLLIE_CHUNK_BYTES, "" for the default
+  int hosts = 1;                // > 1: ranks spread over this many pretend hosts (COLLIE_HOSTID)
 };
 
 void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
@@ -386,13 +405,17 @@ TEST_P(AllToAllMatrix, EveryCallDtypeCountPlacementRootMatchesReference) {
   opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", c.transport}};
   if (*c.ucxTls) opt.env.push_back({"UCX_TLS", c.ucxTls});
   if (*c.chunk) opt.env.push_back({"COLLIE_CHUNK_BYTES", c.chunk});
-  auto out = runWorld(c.n, opt, [c](int rank, Reporter& rep) { runAll(rank, c.n, rep); });
+  auto out = runWorld(c.n, opt, [c](int rank, Reporter& rep) {
+    if (c.hosts > 1) setenv("COLLIE_HOSTID", ("host" + std::to_string(rank % c.hosts)).c_str(), 1);
+    runAll(rank, c.n, rep);
+  });
   expectAllPassed(out);
   ASSERT_FALSE(out.empty());
   ASSERT_EQ(out[0].notes.size(), 1u);
-  // Per count and dtype: 2 algorithms x 2 placements of alltoall, 1 alltoallv, 2 roots x 2
-  // placements x (gather + scatter); then the large alltoall and the one after the refusals.
-  EXPECT_EQ(out[0].notes[0], "cases " + std::to_string(4 * 6 * (4 + 1 + 8) + 2));
+  // Per count and dtype: 2 algorithms x 2 placements of alltoall, 1 alltoallv, 2 algorithms x
+  // 2 roots x 2 placements x (gather + scatter); then the large alltoall and the one after the
+  // refusals.
+  EXPECT_EQ(out[0].notes[0], "cases " + std::to_string(4 * 6 * (4 + 1 + 16) + 2));
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, AllToAllMatrix,
@@ -401,7 +424,9 @@ INSTANTIATE_TEST_SUITE_P(Configs, AllToAllMatrix,
                                            Config{"tcp_n4_default_chunk", 4, "tcp", "", ""},
                                            Config{"tcp_n8", 8, "tcp"}, Config{"shm_n2", 2, "shm"},
                                            Config{"shm_n3", 3, "shm"}, Config{"shm_n4", 4, "shm"},
-                                           Config{"shm_n8", 8, "shm"}),
+                                           Config{"shm_n8", 8, "shm"},
+                                           // shm inside each of two pretend hosts, tcp across.
+                                           Config{"mixed_5_on_2", 5, "", "", "65536", 2}),
                          [](const ::testing::TestParamInfo<Config>& i) {
                            return std::string(i.param.name);
                          });

@@ -1,6 +1,6 @@
-// The all-to-all schedules' rank arithmetic: pairwise rounds reach every peer once each way and
-// match on both sides; Bruck's rounds, played out on block labels, leave every block with its
-// destination in the slot the final unpack reads.
+// The rank arithmetic of the block-moving schedules: pairwise rounds reach every peer once each
+// way and match on both sides; Bruck's rounds, played out on block labels, leave every block with
+// its destination in the slot the final unpack reads; the binomial tree's subtrees tile the ranks.
 #include "algorithms/patterns/alltoall_pattern.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,8 @@
 #include <set>
 #include <utility>
 #include <vector>
+
+#include "algorithms/patterns/binomial_pattern.h"
 
 namespace collie {
 namespace {
@@ -70,6 +72,28 @@ TEST(AllToAllPattern, BruckDeliversEveryBlockToItsPlace) {
         const Label want{a2a::bruckRecvBlock(r, i, n), r};
         EXPECT_EQ(slots[r][i], want) << "n " << n << " rank " << r << " slot " << i;
       }
+  }
+}
+
+// Each rank's subtree is itself followed by its children's subtrees, back to back, and the
+// root's covers every rank: a gather that stacks the children's blocks after its own has them
+// all in relative order.
+TEST(BinomialPattern, SubtreesTileTheRanksAndParentsMatchChildren) {
+  for (int n = 1; n <= 33; ++n) {
+    EXPECT_EQ(binomial::subtreeSize(0, n), n);
+    for (int v = 0; v < n; ++v) {
+      int next = v + 1;
+      for (int m = 1; binomial::hasChild(v, m, n); m <<= 1) {
+        EXPECT_EQ(v + m, next) << "n " << n << " v " << v;
+        EXPECT_EQ(binomial::parent(v + m, n), v);
+        next += binomial::subtreeSize(v + m, n);
+      }
+      EXPECT_EQ(next, v + binomial::subtreeSize(v, n)) << "n " << n << " v " << v;
+      if (v > 0) EXPECT_LT(binomial::parent(v, n), v);
+    }
+    for (int root = 0; root < n; ++root)
+      for (int r = 0; r < n; ++r)
+        EXPECT_EQ(binomial::absolute(binomial::relative(r, root, n), root, n), r);
   }
 }
 

@@ -193,8 +193,8 @@ TEST(Tuner, ForcedAlgorithmWinsOrFailsClearlyButNotForBarriers) {
 
 // AllToAll: Bruck's log2(n) rounds for small blocks, pairwise exchange for large ones, over the
 // network and shared memory alike; two ranks always pairwise (one round either way, without
-// Bruck's copies). AllToAllv and the rooted calls have one algorithm each, and no other
-// algorithm claims the new collectives.
+// Bruck's copies). No other algorithm claims the collectives that move blocks, and none takes
+// device memory for them yet.
 TEST(Tuner, AllToAllTakesBruckForSmallBlocksAndPairwiseForLarge) {
   auto algos = buildAlgorithms();
   std::vector<Connection*> none(8, nullptr);
@@ -216,22 +216,43 @@ TEST(Tuner, AllToAllTakesBruckForSmallBlocksAndPairwiseForLarge) {
     ASSERT_TRUE(pickAlgorithm(algos, nullptr, call(Collective::kAllToAll, 1), ctx, &got).isOk());
     EXPECT_STREQ(got->name(), "pairwise");
   }
-  ctx.nranks = 8;
-  const std::pair<Collective, const char*> only[] = {{Collective::kAllToAllv, "pairwise"},
-                                                     {Collective::kGather, "linear"},
-                                                     {Collective::kScatter, "linear"}};
-  for (const auto& c : only) {
-    for (auto& a : algos)
-      EXPECT_EQ(a->supports(c.first, MemoryKind::kHost), a->name() == std::string(c.second))
-          << a->name() << " " << collectiveName(c.first);
-  }
   for (auto& a : algos) {
     const std::string name = a->name();
+    EXPECT_EQ(a->supports(Collective::kAllToAllv, MemoryKind::kHost), name == "pairwise") << name;
     EXPECT_EQ(a->supports(Collective::kAllToAll, MemoryKind::kHost),
               name == "pairwise" || name == "bruck")
         << name;
-    EXPECT_FALSE(a->supports(Collective::kAllToAll, MemoryKind::kCuda)) << name;
+    for (Collective c : {Collective::kGather, Collective::kScatter})
+      EXPECT_EQ(a->supports(c, MemoryKind::kHost), name == "linear" || name == "binomial") << name;
+    for (Collective c :
+         {Collective::kAllToAll, Collective::kAllToAllv, Collective::kGather, Collective::kScatter})
+      EXPECT_FALSE(a->supports(c, MemoryKind::kCuda)) << name;
   }
+}
+
+// Gather and Scatter: the binomial tree's log2(n) rounds for small blocks, the linear
+// algorithm's direct transfers for large ones (the tree stages and rotates every block); two
+// ranks always linear.
+TEST(Tuner, GatherAndScatterTakeTheTreeForSmallBlocksAndLinearForLarge) {
+  auto algos = buildAlgorithms();
+  std::vector<Connection*> none(8, nullptr);
+  AlgoContext ctx;
+  ctx.conns = none.data();
+  for (const LinkModel& link : {TransportLinks().tcp, TransportLinks().shm})
+    for (Collective c : {Collective::kGather, Collective::kScatter}) {
+      ctx.link = link;
+      ctx.nranks = 8;
+      Algorithm* got = nullptr;
+      CollArgs small = call(c, 4), large = call(c, 1 << 18);
+      small.root = large.root = 3;
+      ASSERT_TRUE(pickAlgorithm(algos, nullptr, small, ctx, &got).isOk());
+      EXPECT_STREQ(got->name(), "binomial") << collectiveName(c);
+      ASSERT_TRUE(pickAlgorithm(algos, nullptr, large, ctx, &got).isOk());
+      EXPECT_STREQ(got->name(), "linear") << collectiveName(c);
+      ctx.nranks = 2;
+      ASSERT_TRUE(pickAlgorithm(algos, nullptr, small, ctx, &got).isOk());
+      EXPECT_STREQ(got->name(), "linear") << collectiveName(c);
+    }
 }
 
 }  // namespace
