@@ -27,6 +27,8 @@ Status p2pMismatch(int peer, const FrameTag& sent, const FrameTag& expected) {
 
 namespace {
 
+constexpr size_t kKeptBytes = 64 << 10;
+
 FrameTag tagOf(const FrameHeader& h) {
   FrameTag t;
   t.seq = h.seq;
@@ -56,8 +58,7 @@ Status P2PMatcher::post(void* buf, size_t bytes, const FrameTag& expect, Request
     return p2pMismatch(peer, sent, expect);
   }
   if (m == nullptr) {
-    msgs_.emplace_back();
-    m = &msgs_.back();
+    m = fresh();
     m->tag = expect.tag;
     m->seq = expect.seq;
     m->count = expect.count;
@@ -94,8 +95,7 @@ Status P2PMatcher::begin(const FrameHeader& h, int peer, StripeSink* sink) {
     return p2pMismatch(peer, tagOf(h), expect);
   }
   if (m == nullptr) {  // early: kept until its receive is posted
-    msgs_.emplace_back();
-    m = &msgs_.back();
+    m = fresh();
     m->tag = h.tag;
     m->seq = h.seq;
     m->count = h.count;
@@ -126,7 +126,21 @@ void P2PMatcher::complete(std::list<Message>::iterator it) {
   it->req->partsLeft = 0;
   it->req->done = true;
   --posted_;
-  msgs_.erase(it);
+  spare_.splice(spare_.begin(), msgs_, it);
+}
+
+P2PMatcher::Message* P2PMatcher::fresh() {
+  if (spare_.empty()) {
+    msgs_.emplace_back();
+  } else {
+    msgs_.splice(msgs_.end(), spare_, spare_.begin());
+    std::vector<char> keep;  // a small buffer for early messages is kept, a large one freed
+    if (msgs_.back().own.capacity() <= kKeptBytes) keep.swap(msgs_.back().own);
+    msgs_.back() = Message();
+    msgs_.back().own.swap(keep);
+    msgs_.back().own.clear();
+  }
+  return &msgs_.back();
 }
 
 bool P2PMatcher::arrived(uint32_t tag, uint64_t seq) const {

@@ -71,8 +71,10 @@ class P2PMatcher {
     Request* req = nullptr;
   };
   Message* find(uint32_t tag, uint64_t seq);
+  Message* fresh();  // a new record at the end, from spare_ where it has one
   void complete(std::list<Message>::iterator it);
   std::list<Message> msgs_;
+  std::list<Message> spare_;  // records of completed messages, reused without allocating
   size_t posted_ = 0;
 };
 

@@ -155,6 +155,8 @@ bool StreamConnection::readHeader(Sock& s, ssize_t* r) {
 }
 
 Status StreamConnection::eofError(Sock& s) {
+  bool drained = false;
+  COLLIE_RETURN_IF_ERROR(drainSideChannel(&drained));
   // A point-to-point message may still come on the other streams: it is lost only when every
   // stream has ended.
   const bool allEnded =

@@ -68,6 +68,16 @@ class StreamConnection : public Connection {
   bool peerClosed() const override;
   void linger(const Deadline& deadline) override;
 
+ protected:
+  // Point-to-point frames that came another way (a shared-memory mailbox): filed as if read from
+  // a stream. body holds h.len bytes.
+  Status deliverP2P(const FrameHeader& h, const char* body);
+  // Moves a side channel's frames in (the mailbox): before a stream's end is judged, so that
+  // what the peer sent before it closed is seen.
+  virtual Status drainSideChannel(bool* progressed) { return Status::ok(); }
+  uint64_t commId() const { return commId_; }
+  const Status& failure() const { return failed_; }
+
  private:
   struct SendItem {
     FrameHeader hdr;

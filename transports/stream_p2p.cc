@@ -33,6 +33,18 @@ void StreamConnection::p2pSend(const void* buf, size_t bytes, const FrameTag& ta
   }
 }
 
+Status StreamConnection::deliverP2P(const FrameHeader& h, const char* body) {
+  if (h.magic != kFrameMagic || h.commId != commId_ || !isP2PFrame(h.coll))
+    return fail(remoteError("garbled point-to-point frame from peer rank " + std::to_string(peer_) +
+                            " in its mailbox"));
+  StripeSink k;
+  Status st = p2p_.begin(h, peer_, &k);
+  if (!st.isOk()) return fail(st);
+  if (k.length > 0) memcpy(k.dst, body, k.length);
+  p2p_.end(&k);
+  return Status::ok();
+}
+
 Status StreamConnection::p2pAfterSmallRead(Sock& s, char* body, size_t bodyBytes) {
   // A small read into a collective's posted buffer found a point-to-point frame: its bytes move
   // to where that frame goes, and any bytes past its end (the next frame) are read again later.

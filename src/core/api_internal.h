@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstring>
-#include <functional>
 
 #include "algorithms/algorithm.h"
 #include "collie/collie.h"
@@ -24,9 +23,19 @@ CommImpl* commImpl(collieComm_t comm);
 Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype, int op,
                     int root, int rank, int nranks, CollArgs* out);
 
-// Runs fn as every C API call does: no exception escapes, and an error becomes comm's (or this
-// thread's) last error and the returned code.
-collieResult_t apiCall(collieComm_t comm, const std::function<Status()>& fn);
+// What a C API call returns for s: its code, with its message as comm's (or this thread's) last
+// error; reportException does so for the exception being handled.
+collieResult_t reportStatus(collieComm_t comm, const Status& s);
+collieResult_t reportException(collieComm_t comm);
+// Runs fn as every C API call does: no exception escapes, an error becomes the last error.
+template <typename Fn>
+collieResult_t apiCall(collieComm_t comm, Fn&& fn) {
+  try {
+    return reportStatus(comm, fn());
+  } catch (...) {
+    return reportException(comm);
+  }
+}
 
 // AllToAllv's arguments, checked as makeCollArgs checks the others: null arrays, counts and
 // displacements whose byte offsets overflow, null buffers where counts are not zero, send and

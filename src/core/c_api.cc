@@ -26,8 +26,8 @@ std::unordered_set<const collieComm*> gLive;  // guarded by gLiveMu
 // Communicators destroyed so far. A thread that found a communicator live finds it live again,
 // without the lock, while none was destroyed since: the check costs no lock on every call.
 std::atomic<uint64_t> gDestroyed{0};
-thread_local const collieComm* tChecked = nullptr;
-thread_local uint64_t tCheckedAt = 0;
+__attribute__((tls_model("initial-exec"))) thread_local const collieComm* tChecked = nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local uint64_t tCheckedAt = 0;
 thread_local std::string tLastError;
 
 collieResult_t report(collieComm_t comm, const Status& s) {
@@ -36,19 +36,6 @@ collieResult_t report(collieComm_t comm, const Status& s) {
   tLastError = s.message();
   COLLIE_INFO(kLogColl, "%s", s.toString().c_str());
   return s.code();
-}
-
-template <typename Fn>
-collieResult_t guarded(collieComm_t comm, Fn&& fn) {
-  try {
-    return report(comm, fn());
-  } catch (const std::bad_alloc&) {
-    return report(comm, systemError("out of memory"));
-  } catch (const std::exception& e) {
-    return report(comm, internalError(std::string("unexpected exception: ") + e.what()));
-  } catch (...) {
-    return report(comm, internalError("unexpected exception"));
-  }
 }
 
 Status initWith(collieComm_t* out, StatusOr<BootstrapInfo> info) {
@@ -80,8 +67,18 @@ Status checkComm(const collieComm* comm) {
 
 CommImpl* commImpl(collieComm_t comm) { return comm->impl.get(); }
 
-collieResult_t apiCall(collieComm_t comm, const std::function<Status()>& fn) {
-  return guarded(comm, fn);
+collieResult_t reportStatus(collieComm_t comm, const Status& s) { return report(comm, s); }
+
+collieResult_t reportException(collieComm_t comm) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return report(comm, systemError("out of memory"));
+  } catch (const std::exception& e) {
+    return report(comm, internalError(std::string("unexpected exception: ") + e.what()));
+  } catch (...) {
+    return report(comm, internalError("unexpected exception"));
+  }
 }
 
 }  // namespace collie
@@ -98,14 +95,14 @@ collieResult_t collieGetVersion(int* version) {
 }
 
 collieResult_t collieGetUniqueId(collieUniqueId* uniqueId) {
-  return collie::guarded(nullptr, [&]() -> Status {
+  return collie::apiCall(nullptr, [&]() -> Status {
     if (uniqueId == nullptr) return collie::invalidArgument("collieGetUniqueId: uniqueId is NULL");
     return collie::makeUniqueId(uniqueId);
   });
 }
 
 collieResult_t collieCommInitRank(collieComm_t* comm, int nranks, collieUniqueId commId, int rank) {
-  return collie::guarded(nullptr, [&]() -> Status {
+  return collie::apiCall(nullptr, [&]() -> Status {
     if (comm == nullptr) return collie::invalidArgument("collieCommInitRank: comm is NULL");
     *comm = nullptr;
     if (nranks < 1)
@@ -119,7 +116,7 @@ collieResult_t collieCommInitRank(collieComm_t* comm, int nranks, collieUniqueId
 }
 
 collieResult_t collieCommInitFromEnv(collieComm_t* comm) {
-  return collie::guarded(nullptr, [&]() -> Status {
+  return collie::apiCall(nullptr, [&]() -> Status {
     if (comm == nullptr) return collie::invalidArgument("collieCommInitFromEnv: comm is NULL");
     *comm = nullptr;
     auto info = collie::bootstrapFromEnv();
@@ -132,7 +129,7 @@ collieResult_t collieCommInitFromEnv(collieComm_t* comm) {
 }
 
 static collieResult_t destroyComm(collieComm_t comm, bool abort) {
-  return collie::guarded(nullptr, [&]() -> Status {
+  return collie::apiCall(nullptr, [&]() -> Status {
     {
       std::lock_guard<std::mutex> l(collie::gLiveMu);
       if (comm == nullptr) return collie::invalidArgument("comm is NULL");
@@ -151,7 +148,7 @@ collieResult_t collieCommDestroy(collieComm_t comm) { return destroyComm(comm, f
 collieResult_t collieCommAbort(collieComm_t comm) { return destroyComm(comm, true); }
 
 collieResult_t collieCommCount(const collieComm_t comm, int* count) {
-  return collie::guarded(comm, [&]() -> Status {
+  return collie::apiCall(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     if (count == nullptr) return collie::invalidArgument("collieCommCount: count is NULL");
     *count = comm->impl->size();
@@ -160,7 +157,7 @@ collieResult_t collieCommCount(const collieComm_t comm, int* count) {
 }
 
 collieResult_t collieCommUserRank(const collieComm_t comm, int* rank) {
-  return collie::guarded(comm, [&]() -> Status {
+  return collie::apiCall(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     if (rank == nullptr) return collie::invalidArgument("collieCommUserRank: rank is NULL");
     *rank = comm->impl->rank();
@@ -169,7 +166,7 @@ collieResult_t collieCommUserRank(const collieComm_t comm, int* rank) {
 }
 
 collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncError) {
-  return collie::guarded(comm, [&]() -> Status {
+  return collie::apiCall(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     if (asyncError == nullptr) return collie::invalidArgument("asyncError is NULL");
     *asyncError = comm->impl->asyncError().code();
@@ -180,7 +177,7 @@ collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncE
 static collieResult_t runCollective(collie::Collective coll, const void* sendbuff, void* recvbuff,
                                     size_t count, int datatype, int op, int root, collieComm_t comm,
                                     void* stream) {
-  return collie::guarded(comm, [&]() -> Status {
+  return collie::apiCall(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     collie::CollArgs a;
     COLLIE_RETURN_IF_ERROR(collie::makeCollArgs(coll, sendbuff, recvbuff, count, datatype, op, root,
@@ -232,14 +229,14 @@ collieResult_t collieBarrier(collieComm_t comm) {
 }
 
 collieResult_t collieCommSetAlgorithm(collieComm_t comm, const char* name) {
-  return collie::guarded(comm, [&]() -> Status {
+  return collie::apiCall(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     return comm->impl->setAlgorithm(name == nullptr ? "" : name);
   });
 }
 
 collieResult_t collieCommLastAlgorithm(collieComm_t comm, const char** name) {
-  return collie::guarded(comm, [&]() -> Status {
+  return collie::apiCall(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     if (name == nullptr) return collie::invalidArgument("collieCommLastAlgorithm: name is NULL");
     *name = comm->impl->lastAlgorithm();

@@ -24,6 +24,7 @@ StatusOr<std::unique_ptr<CommImpl>> CommImpl::create(BootstrapInfo info) {
 Status CommImpl::init(BootstrapInfo info) {
   rank_ = info.rank;
   nranks_ = info.nranks;
+  pairSeq_ = PairSequences(nranks_);
   how_ = info.how;
   logSetRank(rank_);
   COLLIE_RETURN_IF_ERROR(configure().withContext(initWhere(info)));
@@ -250,7 +251,7 @@ Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work
     COLLIE_RETURN_IF_ERROR(device_->ensureStaging(args.device));
     COLLIE_ASSIGN_OR_RETURN(op, device_->newOp(nullptr));
   }
-  progress_.push(PendingOp{args, *work, op});
+  progress_.push(PendingOp{args, *work, op, {}});
   return Status::ok();
 }
 
@@ -264,7 +265,7 @@ Status CommImpl::runDevice(const CollArgs& args, void* stream) {
   }
   COLLIE_RETURN_IF_ERROR(device_->ensureStaging(args.device));
   COLLIE_ASSIGN_OR_RETURN(std::shared_ptr<DeviceOp> op, device_->newOp(stream));
-  progress_.push(PendingOp{args, nullptr, op});
+  progress_.push(PendingOp{args, nullptr, op, {}});
   return Status::ok();
 }
 

@@ -30,7 +30,11 @@ Status CommImpl::postOne(const P2PCall& c, Request* req) {
 Status CommImpl::postP2P(std::vector<P2PCall>* calls, P2PBatch* batch) {
   if (failure_->failed()) return failure_->failedError();
   batch->deadline = Deadline::afterMs(cfg_.timeoutMs);
-  COLLIE_RETURN_IF_ERROR(matchSelfCalls(*calls, rank_));
+  size_t others = 0;
+  for (const P2PCall& c : *calls) others += c.peer != rank_;
+  if (others < calls->size()) COLLIE_RETURN_IF_ERROR(matchSelfCalls(*calls, rank_));
+  batch->reqs.clear();
+  batch->reqs.reserve(others);
   for (const P2PCall& c : *calls) {
     if (c.peer == rank_) continue;
     batch->reqs.emplace_back();
@@ -78,6 +82,7 @@ Status CommImpl::recvAny(const P2PCall& call, int* peer) {
       c.peer = p;
       P2PBatch batch;
       batch.deadline = deadline;
+      batch.reqs.reserve(1);
       batch.reqs.emplace_back();
       Status st = postOne(c, &batch.reqs.back());
       if (!st.isOk()) return p2pFail(st);

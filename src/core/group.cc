@@ -25,7 +25,9 @@ struct GroupState {
   std::vector<GroupItem> items;
 };
 
-thread_local GroupState tGroup;
+// Read on every call: the initial-exec model skips __tls_get_addr (a few bytes of the static
+// TLS surplus, which a dlopen of the library may use).
+__attribute__((tls_model("initial-exec"))) thread_local GroupState tGroup;
 
 // What one communicator does in a group.
 struct CommShare {
@@ -36,11 +38,12 @@ struct CommShare {
 
 // Completes the batches of several communicators together: a wait on one alone could stall a
 // peer that waits on another.
-Status finishTogether(std::vector<CommShare>* shares) {
+Status finishTogether(CommShare* shares, size_t used) {
   unsigned idle = 0;
   for (;;) {
     bool progressed = false, done = true;
-    for (CommShare& s : *shares) {
+    for (size_t i = 0; i < used; ++i) {
+      CommShare& s = shares[i];
       COLLIE_RETURN_IF_ERROR(s.comm->progressP2P(&s.batch, &progressed));
       done = done && s.batch.allDone();
     }
@@ -50,29 +53,45 @@ Status finishTogether(std::vector<CommShare>* shares) {
   }
 }
 
-Status runItems(std::vector<GroupItem>& items) {
-  std::vector<CommShare> shares;
+// With every communicator of the group taken: post, run the collectives, complete.
+Status runLocked(const GroupItem* items, size_t n, CommShare* shares, size_t used) {
+  for (size_t i = 0; i < used; ++i)
+    COLLIE_RETURN_IF_ERROR(shares[i].comm->postP2P(&shares[i].calls, &shares[i].batch));
+  for (size_t i = 0; i < n; ++i)
+    if (items[i].isCollective) COLLIE_RETURN_IF_ERROR(items[i].comm->runLocked(items[i].args));
+  if (used == 1) return shares[0].comm->finishP2P(&shares[0].batch);
+  return finishTogether(shares, used);
+}
+
+// Reused from group to group on this thread: a group end allocates nothing once warm.
+__attribute__((tls_model("initial-exec"))) thread_local std::vector<CommShare> tShares;
+
+Status runItems(const GroupItem* items, size_t n) {
+  std::vector<CommShare>& shares = tShares;
+  size_t used = 0;
   auto shareOf = [&](CommImpl* c) -> CommShare& {
-    for (CommShare& s : shares)
-      if (s.comm == c) return s;
-    shares.emplace_back();
-    shares.back().comm = c;
-    return shares.back();
+    for (size_t i = 0; i < used; ++i)
+      if (shares[i].comm == c) return shares[i];
+    if (used == shares.size()) shares.emplace_back();
+    CommShare& s = shares[used++];
+    s.comm = c;
+    s.calls.clear();
+    return s;
   };
-  for (GroupItem& it : items)
-    if (!it.isCollective) shareOf(it.comm).calls.push_back(it.call);
-  for (GroupItem& it : items)
-    if (it.isCollective) shareOf(it.comm);
+  for (size_t i = 0; i < n; ++i)
+    if (!items[i].isCollective) shareOf(items[i].comm).calls.push_back(items[i].call);
+  for (size_t i = 0; i < n; ++i)
+    if (items[i].isCollective) shareOf(items[i].comm);
+  if (used == 1) {
+    std::unique_lock<std::mutex> l = shares[0].comm->lock();
+    return runLocked(items, n, &shares[0], 1);
+  }
   std::vector<CommImpl*> order;
-  for (CommShare& s : shares) order.push_back(s.comm);
+  for (size_t i = 0; i < used; ++i) order.push_back(shares[i].comm);
   std::sort(order.begin(), order.end());
   std::vector<std::unique_lock<std::mutex>> locks;
   for (CommImpl* c : order) locks.push_back(c->lock());
-  for (CommShare& s : shares) COLLIE_RETURN_IF_ERROR(s.comm->postP2P(&s.calls, &s.batch));
-  for (GroupItem& it : items)
-    if (it.isCollective) COLLIE_RETURN_IF_ERROR(it.comm->runLocked(it.args));
-  if (shares.size() == 1) return shares[0].comm->finishP2P(&shares[0].batch);
-  return finishTogether(&shares);
+  return runLocked(items, n, shares.data(), used);
 }
 
 }  // namespace
@@ -85,24 +104,22 @@ Status groupEnd() {
   if (tGroup.depth == 0)
     return invalidUsage("collieGroupEnd without a collieGroupStart on this thread");
   if (--tGroup.depth > 0) return Status::ok();
-  std::vector<GroupItem> items;
-  items.swap(tGroup.items);
-  return runItems(items);
+  Status st = runItems(tGroup.items.data(), tGroup.items.size());
+  tGroup.items.clear();
+  return st;
 }
 
 void groupAdd(CommImpl* comm, const CollArgs& args) {
-  GroupItem it;
+  GroupItem& it = tGroup.items.emplace_back();
   it.comm = comm;
   it.isCollective = true;
   it.args = args;
-  tGroup.items.push_back(it);
 }
 
 void groupAdd(CommImpl* comm, const P2PCall& call) {
-  GroupItem it;
+  GroupItem& it = tGroup.items.emplace_back();
   it.comm = comm;
   it.call = call;
-  tGroup.items.push_back(it);
 }
 
 Status runP2PNow(CommImpl* comm, const P2PCall& call) {
@@ -110,10 +127,10 @@ Status runP2PNow(CommImpl* comm, const P2PCall& call) {
     return invalidUsage(std::string(call.send ? "send to" : "recv from") + " this rank (" +
                         std::to_string(call.peer) +
                         ") outside a group: its partner call must be in the same group");
-  std::vector<GroupItem> items(1);
-  items[0].comm = comm;
-  items[0].call = call;
-  return runItems(items);
+  GroupItem item;
+  item.comm = comm;
+  item.call = call;
+  return runItems(&item, 1);
 }
 
 }  // namespace collie

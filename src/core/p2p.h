@@ -30,22 +30,30 @@ struct P2PCall {
 
 // The next message number of each (peer, tag), one counter for sends and one for receives: the
 // k-th send from a to b with tag t matches b's k-th receive from a with tag t.
+// Tag 0 (every untagged call) is counted in an array, other tags in a map.
 class PairSequences {
  public:
-  uint64_t nextSend(int peer, int32_t tag) { return sends_[{peer, tag}]++; }
-  uint64_t nextRecv(int peer, int32_t tag) { return recvs_[{peer, tag}]++; }
-  uint64_t peekRecv(int peer, int32_t tag) { return recvs_[{peer, tag}]; }
+  explicit PairSequences(int nranks = 0) : sends0_(nranks), recvs0_(nranks) {}
+  uint64_t nextSend(int peer, int32_t tag) { return slot(&sends0_, &sends_, peer, tag)++; }
+  uint64_t nextRecv(int peer, int32_t tag) { return slot(&recvs0_, &recvs_, peer, tag)++; }
+  uint64_t peekRecv(int peer, int32_t tag) { return slot(&recvs0_, &recvs_, peer, tag); }
 
  private:
+  static uint64_t& slot(std::vector<uint64_t>* zero, std::map<std::pair<int, int32_t>, uint64_t>* m,
+                        int peer, int32_t tag) {
+    return tag == 0 ? (*zero)[static_cast<size_t>(peer)] : (*m)[{peer, tag}];
+  }
+  std::vector<uint64_t> sends0_, recvs0_;
   std::map<std::pair<int, int32_t>, uint64_t> sends_, recvs_;
 };
 
 // The frame tag of a point-to-point message.
 FrameTag p2pFrameTag(const P2PCall& c, uint64_t seq);
 
-// Requests posted together; their addresses stay put while they are in flight.
+// Requests posted together; reserved before posting, so their addresses stay put while they are
+// in flight.
 struct P2PBatch {
-  std::deque<Request> reqs;
+  std::vector<Request> reqs;
   Deadline deadline;
   bool allDone() const {
     for (const Request& r : reqs)

@@ -140,6 +140,27 @@ bool tagCases(P2P& c) {
   return true;
 }
 
+// A burst of 40 messages of one tag, small ones (a shared-memory mailbox holds 16) between larger
+// ones, all sent before any is received: they arrive by two paths and keep their order.
+bool burstCases(P2P& c) {
+  const int to = (c.rank + 1) % c.n, from = (c.rank - 1 + c.n) % c.n;
+  const collieDataType_t t = collieFloat32;
+  auto countOf = [](int i) { return i % 5 == 4 ? size_t{1001} : i % 2 ? size_t{60} : size_t{2}; };
+  std::vector<std::vector<char>> out(40), in(40);
+  collieGroupStart();
+  for (int i = 0; i < 40; ++i) {
+    fill(&out[i], t, countOf(i), c.rank, to, 100 + i);
+    collieSendTagged(out[i].data(), countOf(i), t, to, 11, c.comm, nullptr);
+  }
+  for (int i = 0; i < 40; ++i) {
+    in[i].assign(countOf(i) * 4 + 1, 0);
+    collieRecvTagged(in[i].data(), countOf(i), t, from, 11, c.comm, nullptr);
+  }
+  if (!c.ok(collieGroupEnd(), c.name("burst", t, 40))) return false;
+  for (int i = 0; i < 40; ++i) c.expectRight(in[i], t, countOf(i), from, 100 + i, "burst");
+  return true;
+}
+
 // Blocking calls, not grouped: even ranks send first, odd ranks receive first.
 bool blockingCases(P2P& c) {
   if (c.n % 2) return true;
@@ -229,7 +250,7 @@ void runP2P(int rank, int n, Reporter& rep) {
   if (collieCommInitFromEnv(&comm) != collieSuccess)
     return rep.fail(std::string("init: ") + collieGetLastError(nullptr));
   P2P c{comm, rank, n, &rep};
-  bool ok = ringCases(c) && alltoallvCases(c) && tagCases(c) && blockingCases(c) &&
+  bool ok = ringCases(c) && alltoallvCases(c) && tagCases(c) && burstCases(c) && blockingCases(c) &&
             recvAnyCases(c) && mixedCases(c);
   // Still in step with the collectives after all of it.
   std::vector<float> v(33, 1.0f);
@@ -264,11 +285,11 @@ TEST_P(P2PMatrix, EveryExchangeMatchesReference) {
   auto out = runWorld(c.n, opt, [c](int rank, Reporter& rep) { runP2P(rank, c.n, rep); });
   expectAllPassed(out);
   // Every rank ran every case: 7 dtypes x 4 counts x 2 ring distances, 9 all-to-all-v, 4 tag
-  // groups, 8 blocking calls (even n), its part of the receives from any peer, 3 mixed.
+  // groups, a burst, 8 blocking calls (even n), its part of the receives from any peer, 3 mixed.
   ASSERT_EQ(out.size(), static_cast<size_t>(c.n));
   for (const auto& o : out) {
     const int recvAny = c.n == 1 ? 0 : o.rank == 0 ? c.n - 1 : 1;
-    const int want = 56 + 9 + 4 + (c.n % 2 ? 0 : 8) + recvAny + 3;
+    const int want = 56 + 9 + 4 + 1 + (c.n % 2 ? 0 : 8) + recvAny + 3;
     ASSERT_EQ(o.notes.size(), 1u) << "rank " << o.rank;
     EXPECT_EQ(o.notes[0], "cases " + std::to_string(want)) << "rank " << o.rank;
   }
