@@ -68,25 +68,12 @@ Status P2PMatcher::post(void* buf, size_t bytes, const FrameTag& expect, Request
   m->dst = static_cast<char*>(buf);
   m->req = req;
   ++posted_;
-  if (m->stripes >= 0 && m->stripesDone == m->stripes) {
-    for (auto it = msgs_.begin(); it != msgs_.end(); ++it)
-      if (&*it == m) {
-        complete(it);
-        break;
-      }
-  }
+  if (m->stripes >= 0 && m->stripesDone == m->stripes) return completeAt(m);
   return Status::ok();
 }
 
-Status P2PMatcher::begin(const FrameHeader& h, int peer, StripeSink* sink) {
-  const unsigned n = h.algo;
-  const size_t esz = validDtype(h.dtype) ? dtypeSize(static_cast<collieDataType_t>(h.dtype)) : 0;
-  const bool sane = esz > 0 && n >= 1 && h.op < n && h.count <= (uint64_t{1} << 62) / esz;
-  const size_t bytes = sane ? h.count * esz : 0;
-  if (!sane || p2pStripe(bytes, n, h.op).length != h.len)
-    return remoteError("garbled point-to-point frame from peer rank " + std::to_string(peer) +
-                       " (" + describeFrameTag(tagOf(h)) + ", stripe " + std::to_string(h.op) +
-                       " of " + std::to_string(n) + ", " + std::to_string(h.len) + " bytes)");
+Status P2PMatcher::recordFor(const FrameHeader& h, int peer, size_t bytes, bool buffer,
+                             Message** out) {
   Message* m = find(h.tag, h.seq);
   if (m != nullptr && (m->count != h.count || m->dtype != h.dtype)) {
     FrameTag expect = tagOf(h);
@@ -101,9 +88,26 @@ Status P2PMatcher::begin(const FrameHeader& h, int peer, StripeSink* sink) {
     m->count = h.count;
     m->dtype = h.dtype;
     m->bytes = bytes;
-    m->buffered = true;
-    m->own.resize(bytes);
+    m->buffered = buffer;
+    if (buffer) m->own.resize(bytes);
   }
+  *out = m;
+  return Status::ok();
+}
+
+Status P2PMatcher::begin(const FrameHeader& h, int peer, StripeSink* sink) {
+  const unsigned n = h.algo;
+  const size_t esz = validDtype(h.dtype) ? dtypeSize(static_cast<collieDataType_t>(h.dtype)) : 0;
+  const bool sane = esz > 0 && h.count <= (uint64_t{1} << 62) / esz;
+  const size_t bytes = sane ? h.count * esz : 0;
+  if (sane && n == kP2PRendezvous && pull_ && h.op == 0 && h.len == sizeof(RendezvousBody))
+    return beginRendezvous(h, peer, bytes, sink);
+  if (!sane || n < 1 || n >= kP2PRefused || h.op >= n || p2pStripe(bytes, n, h.op).length != h.len)
+    return remoteError("garbled point-to-point frame from peer rank " + std::to_string(peer) +
+                       " (" + describeFrameTag(tagOf(h)) + ", stripe " + std::to_string(h.op) +
+                       " of " + std::to_string(n) + ", " + std::to_string(h.len) + " bytes)");
+  Message* m = nullptr;
+  COLLIE_RETURN_IF_ERROR(recordFor(h, peer, bytes, true, &m));
   if (m->stripes < 0) m->stripes = static_cast<int>(n);
   const StripeSpan span = p2pStripe(bytes, n, h.op);
   sink->dst = (m->buffered ? m->own.data() : m->dst) + span.offset;
@@ -113,20 +117,49 @@ Status P2PMatcher::begin(const FrameHeader& h, int peer, StripeSink* sink) {
   return Status::ok();
 }
 
-void P2PMatcher::end(StripeSink* sink) {
-  auto* m = static_cast<Message*>(sink->message);
-  sink->message = nullptr;
-  if (++m->stripesDone < m->stripes || m->req == nullptr) return;
-  for (auto it = msgs_.begin(); it != msgs_.end(); ++it)
-    if (&*it == m) return complete(it);
+Status P2PMatcher::beginRendezvous(const FrameHeader& h, int peer, size_t bytes, StripeSink* sink) {
+  Message* m = nullptr;
+  COLLIE_RETURN_IF_ERROR(recordFor(h, peer, bytes, false, &m));
+  m->rendezvous = true;
+  m->stripes = 1;
+  sink->dst = reinterpret_cast<char*>(&m->where);
+  sink->length = sizeof(RendezvousBody);
+  sink->got = 0;
+  sink->message = m;
+  return Status::ok();
 }
 
-void P2PMatcher::complete(std::list<Message>::iterator it) {
-  if (it->buffered && it->bytes > 0) memcpy(it->dst, it->own.data(), it->bytes);
+Status P2PMatcher::end(StripeSink* sink) {
+  auto* m = static_cast<Message*>(sink->message);
+  sink->message = nullptr;
+  if (++m->stripesDone < m->stripes || m->req == nullptr) return Status::ok();
+  return completeAt(m);
+}
+
+Status P2PMatcher::completeAt(Message* m) {
+  for (auto it = msgs_.begin(); it != msgs_.end(); ++it)
+    if (&*it == m) return complete(it);
+  return internalError("a point-to-point message lost its record");
+}
+
+Status P2PMatcher::complete(std::list<Message>::iterator it) {
+  if (it->rendezvous) {
+    bool pulled = false;
+    COLLIE_RETURN_IF_ERROR(pull_(it->where, it->dst, it->bytes, it->tag, it->seq, &pulled));
+    if (!pulled) {  // the sender sends the data itself now, straight into the posted buffer
+      it->rendezvous = false;
+      it->stripes = -1;
+      it->stripesDone = 0;
+      return Status::ok();
+    }
+  } else if (it->buffered && it->bytes > 0) {
+    memcpy(it->dst, it->own.data(), it->bytes);
+  }
   it->req->partsLeft = 0;
   it->req->done = true;
   --posted_;
   spare_.splice(spare_.begin(), msgs_, it);
+  return Status::ok();
 }
 
 P2PMatcher::Message* P2PMatcher::fresh() {

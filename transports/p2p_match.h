@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <vector>
 
@@ -31,6 +32,21 @@ inline FrameTag p2pStripeTag(const FrameTag& t, unsigned n, unsigned i) {
   return s;
 }
 
+// A point-to-point frame whose algo is kP2PRendezvous carries no data: its body says where the
+// message lies in the sender's memory, for a receiver on the same host to read it itself. The
+// receiver answers kP2PFinished (read: the sender's buffer is free) or kP2PRefused (it cannot
+// read the sender's memory: the sender sends the data instead).
+constexpr uint8_t kP2PRendezvous = 0;
+constexpr uint8_t kP2PRefused = 253;
+constexpr uint8_t kP2PFinished = 254;
+struct RendezvousBody {
+  uint64_t address;  // of the message in the sender
+  uint64_t head;     // its first bytes (up to 8), to tell that address belongs to the sender
+};
+// Reads a rendezvous message of bytes into dst: *pulled false where it cannot (refused).
+using PullFn = std::function<Status(const RendezvousBody& body, char* dst, size_t bytes,
+                                    uint32_t tag, uint64_t seq, bool* pulled)>;
+
 // Where the body of one received stripe goes.
 struct StripeSink {
   char* dst = nullptr;
@@ -47,8 +63,10 @@ class P2PMatcher {
   // A stripe's header h is in: where its body goes. Fails when h disagrees with the receive
   // posted for it, or is garbled.
   Status begin(const FrameHeader& h, int peer, StripeSink* sink);
-  // The body of sink's stripe is in.
-  void end(StripeSink* sink);
+  // The body of sink's stripe is in. Fails where a rendezvous message cannot be read.
+  Status end(StripeSink* sink);
+  // How rendezvous messages are read (a transport without them leaves it unset).
+  void setPull(PullFn pull) { pull_ = std::move(pull); }
   // Whether the message (tag, seq) has begun to arrive with no receive posted for it.
   bool arrived(uint32_t tag, uint64_t seq) const;
   // Receives posted and not complete.
@@ -69,10 +87,17 @@ class P2PMatcher {
     bool buffered = false;
     char* dst = nullptr;  // the posted receive's buffer
     Request* req = nullptr;
+    bool rendezvous = false;  // the data stays in the sender until the receive reads it
+    RendezvousBody where{};
   };
   Message* find(uint32_t tag, uint64_t seq);
+  // The record h belongs to, made (with a buffer of bytes, where buffer) for an early frame.
+  Status recordFor(const FrameHeader& h, int peer, size_t bytes, bool buffer, Message** out);
+  Status beginRendezvous(const FrameHeader& h, int peer, size_t bytes, StripeSink* sink);
   Message* fresh();  // a new record at the end, from spare_ where it has one
-  void complete(std::list<Message>::iterator it);
+  Status complete(std::list<Message>::iterator it);
+  Status completeAt(Message* m);
+  PullFn pull_;
   std::list<Message> msgs_;
   std::list<Message> spare_;  // records of completed messages, reused without allocating
   size_t posted_ = 0;

@@ -77,6 +77,7 @@ class StreamConnection : public Connection {
   virtual Status drainSideChannel(bool* progressed) { return Status::ok(); }
   uint64_t commId() const { return commId_; }
   const Status& failure() const { return failed_; }
+  void setP2PPull(PullFn pull) { p2p_.setPull(std::move(pull)); }
 
  private:
   struct SendItem {

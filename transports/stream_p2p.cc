@@ -41,8 +41,8 @@ Status StreamConnection::deliverP2P(const FrameHeader& h, const char* body) {
   Status st = p2p_.begin(h, peer_, &k);
   if (!st.isOk()) return fail(st);
   if (k.length > 0) memcpy(k.dst, body, k.length);
-  p2p_.end(&k);
-  return Status::ok();
+  st = p2p_.end(&k);
+  return st.isOk() ? st : fail(st);
 }
 
 Status StreamConnection::p2pAfterSmallRead(Sock& s, char* body, size_t bodyBytes) {
@@ -78,11 +78,11 @@ Status StreamConnection::readP2PBody(Sock& s, bool* progressed, bool* done) {
     *progressed = true;
     k.got += static_cast<size_t>(r);
   }
-  p2p_.end(&k);
+  Status st = p2p_.end(&k);
   s.inP2P = false;
   s.hdrGot = 0;
   *done = true;
-  return Status::ok();
+  return st.isOk() ? st : fail(st);
 }
 
 }  // namespace collie

@@ -72,7 +72,8 @@ static const std::vector<ParamInfo>& table() {
        "where shm_single_copy (AllReduce reading and writing the peers' buffers in place by "
        "cross-memory attach) may run, voted at init: auto (every rank may, not with more ranks "
        "than cores, nor where the kernel's copy runs under half as fast as memcpy; the tuner "
-       "chooses), on (every rank may; taken from COLLIE_SHM_CMA_BYTES) or off"},
+       "chooses), on (every rank may; taken from COLLIE_SHM_CMA_BYTES) or off (also for "
+       "point-to-point messages, which from 64 KiB are otherwise read from the sender)"},
       {"COLLIE_SHM_CMA_BYTES", "64K",
        "smallest AllReduce the tuner gives shm_single_copy, bytes (0: never)"},
       {"COLLIE_BACKEND", "collie",

@@ -37,6 +37,7 @@ void readTransportOptions(CommConfig* c) {
   c->tcp.userTimeoutMs = c->timeoutMs;
   readSocketBuffer(&c->tcp);
   c->shm.ringBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_RING_BYTES"));
+  c->shm.lend = params().getString("COLLIE_SHM_CMA") != "off";
   c->shm.stagingBytes = static_cast<size_t>(params().getInt("COLLIE_SHM_STAGING_BYTES"));
   c->shmShrinkable =
       getenv("COLLIE_SHM_RING_BYTES") == nullptr && getenv("COLLIE_SHM_STAGING_BYTES") == nullptr;

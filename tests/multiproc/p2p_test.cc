@@ -271,6 +271,7 @@ struct P2PConfig {
   int n;
   const char* transport;
   const char* ucxTls;  // UCX_TLS for transport ucx
+  const char* shmCma;  // COLLIE_SHM_CMA: off keeps large messages on the shared-memory rings
 };
 
 void PrintTo(const P2PConfig& c, std::ostream* os) { *os << c.name; }
@@ -282,6 +283,7 @@ TEST_P(P2PMatrix, EveryExchangeMatchesReference) {
   WorldOptions opt;
   opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}, {"COLLIE_TRANSPORT", c.transport}};
   if (*c.ucxTls) opt.env.push_back({"UCX_TLS", c.ucxTls});
+  if (*c.shmCma) opt.env.push_back({"COLLIE_SHM_CMA", c.shmCma});
   auto out = runWorld(c.n, opt, [c](int rank, Reporter& rep) { runP2P(rank, c.n, rep); });
   expectAllPassed(out);
   // Every rank ran every case: 7 dtypes x 4 counts x 2 ring distances, 9 all-to-all-v, 4 tag
@@ -297,11 +299,13 @@ TEST_P(P2PMatrix, EveryExchangeMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, P2PMatrix,
-    ::testing::Values(P2PConfig{"tcp_n1", 1, "tcp", ""}, P2PConfig{"tcp_n2", 2, "tcp", ""},
-                      P2PConfig{"shm_n2", 2, "shm", ""}, P2PConfig{"shm_n3", 3, "shm", ""},
-                      P2PConfig{"tcp_n4", 4, "tcp", ""}, P2PConfig{"ucx_tcp_n2", 2, "ucx", "tcp"},
-                      P2PConfig{"ucx_shm_n3", 3, "ucx", "posix,cma"},
-                      P2PConfig{"mixed_n8", 8, "", ""}),
+    ::testing::Values(P2PConfig{"tcp_n1", 1, "tcp", "", ""}, P2PConfig{"tcp_n2", 2, "tcp", "", ""},
+                      P2PConfig{"shm_n2", 2, "shm", "", ""}, P2PConfig{"shm_n3", 3, "shm", "", ""},
+                      P2PConfig{"shm_rings_n3", 3, "shm", "", "off"},
+                      P2PConfig{"tcp_n4", 4, "tcp", "", ""},
+                      P2PConfig{"ucx_tcp_n2", 2, "ucx", "tcp", ""},
+                      P2PConfig{"ucx_shm_n3", 3, "ucx", "posix,cma", ""},
+                      P2PConfig{"mixed_n8", 8, "", "", ""}),
     [](const ::testing::TestParamInfo<P2PConfig>& i) { return std::string(i.param.name); });
 
 // The C++ API: a Group scope around typed sends and receives, then a receive from any peer.

@@ -492,9 +492,10 @@ std::unique_ptr<Connection> ShmTransport::connectionTo(size_t i, std::shared_ptr
   std::unique_ptr<ShmMailbox> mail(
       new ShmMailbox(&theirs->ring(localIndex_)->mail, &own_->ring(static_cast<uint32_t>(i))->mail,
                      &theirs->header()->sleepers, [theirs] { theirs->ring(); }));
-  return std::unique_ptr<Connection>(new ShmConnection(
-      local_[i], commId_, std::move(streams), so, theirs->staging(), own_->staging(),
-      opt_.stagingBytes, std::move(slots), makeCmaPeerMemory(local_[i], pid), std::move(mail)));
+  return std::unique_ptr<Connection>(
+      new ShmConnection(local_[i], commId_, std::move(streams), so, theirs->staging(),
+                        own_->staging(), opt_.stagingBytes, std::move(slots),
+                        makeCmaPeerMemory(local_[i], pid), std::move(mail), opt_.lend));
 }
 
 }  // namespace collie

@@ -20,6 +20,7 @@ struct ShmOptions {
   size_t ringBytes = 1 << 20;     // per peer and direction
   size_t stagingBytes = 4 << 20;  // the buffer peers read from
   size_t stripeBytes = 256 << 10;
+  bool lend = true;  // large point-to-point messages are read from the sender (rendezvous)
 };
 
 class ShmSegment;
