@@ -15,8 +15,12 @@
 
 namespace collie::perf {
 
-const char* const kKnownAlgorithms[] = {
-    "ring", "tree", "rhd", "recursive_doubling", "shm_direct", "shm_single_copy", "hierarchical"};
+const char* const kKnownAlgorithms[] = {"ring",         "tree",
+                                        "rhd",          "recursive_doubling",
+                                        "shm_direct",   "shm_single_copy",
+                                        "hierarchical", "pairwise",
+                                        "bruck",        "linear",
+                                        "binomial"};
 const int kNumKnownAlgorithms = sizeof(kKnownAlgorithms) / sizeof(kKnownAlgorithms[0]);
 
 void FreeDeleter::operator()(void* p) const { free(p); }

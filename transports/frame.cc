@@ -18,8 +18,8 @@ std::string describeFrameTag(const FrameTag& t) {
   std::string s = collectiveName(static_cast<Collective>(t.coll));
   s +=
       " count " + std::to_string(t.count) + " " + dtypeName(static_cast<collieDataType_t>(t.dtype));
-  if (t.coll != static_cast<uint8_t>(Collective::kAllGather) &&
-      t.coll != static_cast<uint8_t>(Collective::kBroadcast))
+  const Collective c = static_cast<Collective>(t.coll);
+  if (c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce)
     s += std::string(" ") + redOpName(static_cast<collieRedOp_t>(t.op));
   if (t.root >= 0) s += " root " + std::to_string(t.root);
   s += " (op #" + std::to_string(t.seq) + ")";
