@@ -54,13 +54,24 @@ Status finishTogether(CommShare* shares, size_t used) {
 }
 
 // With every communicator of the group taken: post, run the collectives, complete.
-Status runLocked(const GroupItem* items, size_t n, CommShare* shares, size_t used) {
+Status runPhases(const GroupItem* items, size_t n, CommShare* shares, size_t used) {
+  for (size_t i = 0; i < used; ++i) shares[i].batch.reqs.clear();
   for (size_t i = 0; i < used; ++i)
     COLLIE_RETURN_IF_ERROR(shares[i].comm->postP2P(&shares[i].calls, &shares[i].batch));
   for (size_t i = 0; i < n; ++i)
     if (items[i].isCollective) COLLIE_RETURN_IF_ERROR(items[i].comm->runLocked(items[i].args));
   if (used == 1) return shares[0].comm->finishP2P(&shares[0].batch);
   return finishTogether(shares, used);
+}
+
+// A group that failed leaves no call in flight: a communicator with one still posted fails too
+// (its connections then drop what was posted), so nothing completes into a later group's calls.
+Status runLocked(const GroupItem* items, size_t n, CommShare* shares, size_t used) {
+  const Status st = runPhases(items, n, shares, used);
+  if (!st.isOk())
+    for (size_t i = 0; i < used; ++i)
+      if (!shares[i].batch.allDone()) shares[i].comm->failWith(st);
+  return st;
 }
 
 // Reused from group to group on this thread: a group end allocates nothing once warm.
