@@ -43,6 +43,14 @@ Status runExchanges(const std::vector<Exchange>& xs, const CollArgs& a, AlgoCont
 
 // The pieces of a transfer of bytes cut into chunks of at most chunkBytes (whole elements),
 // at least one (an empty one for 0 bytes) so that the receiver always sees the frame's count.
+// The time of n - 1 messages of a's block, one after another over one link (a root's or a
+// rank's exchanges with every peer).
+inline double blockPerPeerUs(const CollArgs& a, int n, const LinkModel& link) {
+  if (n <= 1) return 0;
+  const double us = 1.0 / (link.betaGBps * 1e3);
+  return (n - 1) * (link.alphaUs + static_cast<double>(argBytes(a)) * us);
+}
+
 size_t numPieces(size_t bytes, size_t chunkBytes, size_t esz);
 size_t pieceOffset(size_t k, size_t chunkBytes, size_t esz);
 size_t pieceBytes(size_t bytes, size_t k, size_t chunkBytes, size_t esz);

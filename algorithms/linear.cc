@@ -26,9 +26,7 @@ class Linear : public Algorithm {
   }
   // The root moves n - 1 blocks over its own link, one message each.
   double costUs(const CollArgs& a, int n, const LinkModel& link) const override {
-    if (n <= 1) return 0;
-    const double us = 1.0 / (link.betaGBps * 1e3);
-    return (n - 1) * (link.alphaUs + static_cast<double>(argBytes(a)) * us);
+    return blockPerPeerUs(a, n, link);
   }
   Status run(const CollArgs& a, AlgoContext& ctx) override;
 };

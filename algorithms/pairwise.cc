@@ -41,9 +41,7 @@ class Pairwise : public Algorithm {
   // n - 1 rounds of one block each way. AllToAllv is priced from its count (0): the per-pair
   // counts differ between ranks, and every rank must price a call alike.
   double costUs(const CollArgs& a, int n, const LinkModel& link) const override {
-    if (n <= 1) return 0;
-    const double us = 1.0 / (link.betaGBps * 1e3);
-    return (n - 1) * (link.alphaUs + static_cast<double>(argBytes(a)) * us);
+    return blockPerPeerUs(a, n, link);
   }
   Status run(const CollArgs& a, AlgoContext& ctx) override;
 };

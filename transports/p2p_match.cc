@@ -57,14 +57,7 @@ Status P2PMatcher::post(void* buf, size_t bytes, const FrameTag& expect, Request
     sent.dtype = m->dtype;
     return p2pMismatch(peer, sent, expect);
   }
-  if (m == nullptr) {
-    m = fresh();
-    m->tag = expect.tag;
-    m->seq = expect.seq;
-    m->count = expect.count;
-    m->dtype = expect.dtype;
-    m->bytes = bytes;
-  }
+  if (m == nullptr) m = fresh(expect.tag, expect.seq, expect.count, expect.dtype, bytes);
   m->dst = static_cast<char*>(buf);
   m->req = req;
   ++posted_;
@@ -82,12 +75,7 @@ Status P2PMatcher::recordFor(const FrameHeader& h, int peer, size_t bytes, bool 
     return p2pMismatch(peer, tagOf(h), expect);
   }
   if (m == nullptr) {  // early: kept until its receive is posted
-    m = fresh();
-    m->tag = h.tag;
-    m->seq = h.seq;
-    m->count = h.count;
-    m->dtype = h.dtype;
-    m->bytes = bytes;
+    m = fresh(h.tag, h.seq, h.count, h.dtype, bytes);
     m->buffered = buffer;
     if (buffer) m->own.resize(bytes);
   }
@@ -162,7 +150,8 @@ Status P2PMatcher::complete(std::list<Message>::iterator it) {
   return Status::ok();
 }
 
-P2PMatcher::Message* P2PMatcher::fresh() {
+P2PMatcher::Message* P2PMatcher::fresh(uint32_t tag, uint64_t seq, uint64_t count, uint8_t dtype,
+                                       size_t bytes) {
   if (spare_.empty()) {
     msgs_.emplace_back();
   } else {
@@ -173,7 +162,13 @@ P2PMatcher::Message* P2PMatcher::fresh() {
     msgs_.back().own.swap(keep);
     msgs_.back().own.clear();
   }
-  return &msgs_.back();
+  Message* m = &msgs_.back();
+  m->tag = tag;
+  m->seq = seq;
+  m->count = count;
+  m->dtype = dtype;
+  m->bytes = bytes;
+  return m;
 }
 
 bool P2PMatcher::arrived(uint32_t tag, uint64_t seq) const {

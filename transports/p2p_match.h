@@ -94,7 +94,8 @@ class P2PMatcher {
   // The record h belongs to, made (with a buffer of bytes, where buffer) for an early frame.
   Status recordFor(const FrameHeader& h, int peer, size_t bytes, bool buffer, Message** out);
   Status beginRendezvous(const FrameHeader& h, int peer, size_t bytes, StripeSink* sink);
-  Message* fresh();  // a new record at the end, from spare_ where it has one
+  // A new record at the end, from spare_ where it has one.
+  Message* fresh(uint32_t tag, uint64_t seq, uint64_t count, uint8_t dtype, size_t bytes);
   Status complete(std::list<Message>::iterator it);
   Status completeAt(Message* m);
   PullFn pull_;

@@ -247,10 +247,9 @@ Status StreamConnection::progressRecv(Sock& s, bool* progressed) {
   }
 }
 
-Status StreamConnection::readBody(Sock& s, bool* progressed, bool* done) {
-  RecvItem& it = s.recvs.front();
-  while (it.got < it.len) {
-    ssize_t r = readSome(s, it.data + it.got, it.len - it.got);
+Status StreamConnection::readUpTo(Sock& s, char* dst, size_t len, size_t* got, bool* progressed) {
+  while (*got < len) {
+    ssize_t r = readSome(s, dst + *got, len - *got);
     if (r == 0) return Status::ok();
     if (r == -ESHUTDOWN) {
       s.eof = true;
@@ -259,8 +258,15 @@ Status StreamConnection::readBody(Sock& s, bool* progressed, bool* done) {
     }
     if (r < 0) return lost("receive failed", r);
     *progressed = true;
-    it.got += static_cast<size_t>(r);
+    *got += static_cast<size_t>(r);
   }
+  return Status::ok();
+}
+
+Status StreamConnection::readBody(Sock& s, bool* progressed, bool* done) {
+  RecvItem& it = s.recvs.front();
+  COLLIE_RETURN_IF_ERROR(readUpTo(s, it.data, it.len, &it.got, progressed));
+  if (it.got < it.len) return Status::ok();
   Request* req = it.req;
   s.recvs.pop_front();
   s.hdrGot = 0;

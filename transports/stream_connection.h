@@ -119,6 +119,8 @@ class StreamConnection : public Connection {
   bool readHeader(Sock& s, ssize_t* r);
   // A small frame's header and body in one read, straight into the posted buffer.
   Status readSmallFrame(Sock& s, bool* progressed, bool* done);
+  // Reads into dst until *got reaches len or the stream has nothing more now.
+  Status readUpTo(Sock& s, char* dst, size_t len, size_t* got, bool* progressed);
   // The rest of the body of the frame of the first posted receive; *done once it is in.
   Status readBody(Sock& s, bool* progressed, bool* done);
   // Reads from s's stash first, then from its stream (ByteStream::read's results).

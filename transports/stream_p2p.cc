@@ -66,18 +66,8 @@ Status StreamConnection::readP2PBody(Sock& s, bool* progressed, bool* done) {
     s.inP2P = true;
   }
   StripeSink& k = s.p2p;
-  while (k.got < k.length) {
-    ssize_t r = readSome(s, k.dst + k.got, k.length - k.got);
-    if (r == 0) return Status::ok();
-    if (r == -ESHUTDOWN) {
-      s.eof = true;
-      return fail(remoteError("lost peer rank " + std::to_string(peer_) +
-                              ": connection closed mid-frame (the peer process died)"));
-    }
-    if (r < 0) return lost("receive failed", r);
-    *progressed = true;
-    k.got += static_cast<size_t>(r);
-  }
+  COLLIE_RETURN_IF_ERROR(readUpTo(s, k.dst, k.length, &k.got, progressed));
+  if (k.got < k.length) return Status::ok();
   Status st = p2p_.end(&k);
   s.inP2P = false;
   s.hdrGot = 0;
