@@ -36,32 +36,55 @@ void copyLocal(void* dst, const void* src, size_t bytes) {
   if (bytes > 0 && dst != src) memcpy(dst, src, bytes);
 }
 
-Status broadcast(const CollArgs& a, AlgoContext& ctx, ShmFlags& f, uint64_t e) {
-  const size_t bytes = argBytes(a);
-  if (ctx.rank == a.root) {
+// The rooted calls share the copies between the root and the peers, which would otherwise
+// wait for one side: of each peer's block the peer copies the head and the root the tail, a
+// 1/n share, so that every rank copies (n-1)/n of a block.
+size_t headBytes(const CollArgs& a, int n) {
+  return argBytes(a) - a.count / static_cast<size_t>(n) * dtypeSize(a.dtype);
+}
+
+// Between the root's block for each peer (Broadcast: its one block) and the peer's buffer:
+// into the root's output (Gather, toRoot) or out of the root's input.
+Status splitCopy(const CollArgs& a, AlgoContext& ctx, ShmFlags& f, uint64_t e, bool toRoot) {
+  const int n = ctx.nranks, r = ctx.rank;
+  const size_t bytes = argBytes(a), head = headBytes(a, n);
+  const bool perPeer = a.coll != Collective::kBroadcast;
+  if (r != a.root) {
+    const SlotFlags* root = f.flags(a.root, e);
+    const size_t at = perPeer ? static_cast<size_t>(r) * bytes : 0;
+    PeerMemory* m = ctx.conns[a.root]->peerMemory();
+    if (head == 0) return Status::ok();
+    return toRoot ? m->write(offsetBy(root->recvAddr, at), a.send, head, ctx.opName)
+                  : m->read(offsetBy(root->sendAddr, at), a.recv, head, ctx.opName);
+  }
+  for (int k = 1; k < n && head < bytes; ++k) {
+    const int j = (r + k) % n;
+    const size_t at = perPeer ? static_cast<size_t>(j) * bytes + head : head;
+    const SlotFlags* p = f.flags(j, e);
+    PeerMemory* m = ctx.conns[j]->peerMemory();
+    COLLIE_RETURN_IF_ERROR(
+        toRoot ? m->read(offsetBy(p->sendAddr, head), static_cast<char*>(a.recv) + at, bytes - head,
+                         ctx.opName)
+               : m->write(offsetBy(p->recvAddr, head), static_cast<const char*>(a.send) + at,
+                          bytes - head, ctx.opName));
+  }
+  return Status::ok();
+}
+
+// The root's own block, where it is not in place.
+void rootOwnBlock(const CollArgs& a, int r) {
+  const size_t bytes = argBytes(a), at = static_cast<size_t>(r) * bytes;
+  if (a.coll == Collective::kBroadcast)
     copyLocal(a.recv, a.send, bytes);
-    return Status::ok();
-  }
-  return readFrom(ctx, a.root, offsetBy(f.flags(a.root, e)->sendAddr, 0), a.recv, bytes);
+  else if (a.coll == Collective::kScatter)
+    copyLocal(a.recv, static_cast<const char*>(a.send) + at, bytes);
+  else
+    copyLocal(static_cast<char*>(a.recv) + at, a.send, bytes);
 }
 
-Status scatter(const CollArgs& a, AlgoContext& ctx, ShmFlags& f, uint64_t e) {
-  const size_t bytes = argBytes(a), r = static_cast<size_t>(ctx.rank);
-  if (ctx.rank == a.root) {
-    copyLocal(a.recv, static_cast<const char*>(a.send) + r * bytes, bytes);
-    return Status::ok();
-  }
-  return readFrom(ctx, a.root, offsetBy(f.flags(a.root, e)->sendAddr, r * bytes), a.recv, bytes);
-}
-
-Status gather(const CollArgs& a, AlgoContext& ctx, ShmFlags& f, uint64_t e) {
-  const size_t bytes = argBytes(a), r = static_cast<size_t>(ctx.rank);
-  if (ctx.rank == a.root) {
-    copyLocal(static_cast<char*>(a.recv) + r * bytes, a.send, bytes);
-    return Status::ok();
-  }
-  void* at = offsetBy(f.flags(a.root, e)->recvAddr, r * bytes);
-  return ctx.conns[a.root]->peerMemory()->write(at, a.send, bytes, ctx.opName);
+Status rooted(const CollArgs& a, AlgoContext& ctx, ShmFlags& f, uint64_t e) {
+  if (ctx.rank == a.root) rootOwnBlock(a, ctx.rank);
+  return splitCopy(a, ctx, f, e, a.coll == Collective::kGather);
 }
 
 // Every rank reads the peers in turn from the next one on, so that no peer is read by all at once.
@@ -171,17 +194,15 @@ Status moveBlocks(const CollArgs& a, AlgoContext& ctx, ShmFlags& f, uint64_t e,
                   std::vector<char>* tmp) {
   switch (a.coll) {
     case Collective::kBroadcast:
-      return broadcast(a, ctx, f, e);
+    case Collective::kGather:
+    case Collective::kScatter:
+      return rooted(a, ctx, f, e);
     case Collective::kAllGather:
       return allGather(a, ctx, f, e);
     case Collective::kAllToAll:
       return allToAll(a, ctx, f, e, tmp);
     case Collective::kAllToAllv:
       return allToAllv(a, ctx, f, e);
-    case Collective::kGather:
-      return gather(a, ctx, f, e);
-    case Collective::kScatter:
-      return scatter(a, ctx, f, e);
     default:
       return invalidUsage(std::string("shm_single_copy cannot run ") + collectiveName(a.coll));
   }
@@ -219,10 +240,10 @@ double singleCopyBlocksCostUs(const CollArgs& a, int n, double copyRatio) {
       local = b;
       calls = dn - 1;
       break;
-    case Collective::kGather:
-      local = b;  // the root's own block, while the peers write theirs
-      break;
-    default:
+    default:  // rooted: (n-1)/n of a block on every rank, the root's own block besides
+      kernel = (dn - 1) / dn * b;
+      local = b;
+      calls = dn - 1;
       break;
   }
   return 0.6 + calls * kSingleCopySystemCallUs + (kernel * copyRatio + local) / kShmCopyBytesPerUs;
