@@ -32,6 +32,8 @@ constexpr uint8_t kShmSingleCopyId = 9;
 constexpr size_t kChunk = 256 << 10;  // read, reduced and written while in L2
 // What the tuner is told below COLLIE_SHM_CMA_BYTES: never the pick.
 constexpr double kNeverUs = 1e12;
+// The slowest kernel copy, in per mille of memcpy's speed, at which the block moves may run.
+constexpr uint32_t kBlocksPermille = 250;
 // A rank's vote.
 enum Vote : uint32_t { kCannotReach = 0, kYes = 1, kTooSlow = 2 };
 
@@ -49,7 +51,7 @@ class ShmSingleCopy : public Algorithm {
   // Where the ranks voted for it at init.
   bool usable(const AlgoContext&, const CollArgs& a) const override {
     if (a.coll == Collective::kAllReduce) return agreed_ && allReduce_;
-    return agreed_ && singleCopyBlocksFit(a, nranks_, room_);
+    return blocks_ && singleCopyBlocksFit(a, nranks_, room_);
   }
   double costUs(const CollArgs& a, int n, const LinkModel& link) const override;
   Status prepare(AlgoContext& ctx) override;
@@ -73,6 +75,7 @@ class ShmSingleCopy : public Algorithm {
   std::string mode_;  // COLLIE_SHM_CMA: auto, on, off (init refuses anything else)
   bool agreed_ = false;
   bool allReduce_ = false;  // AllReduce too, not only the block moves
+  bool blocks_ = false;     // the block moves: agreed where every rank's copy is fast enough
   int nranks_ = 0;
   size_t room_ = 0;        // data bytes per slot
   double copyRatio_ = 1;   // the slowest rank's kernel copy speed over its memcpy's
@@ -99,7 +102,7 @@ bool ShmSingleCopy::mayVote(const AlgoContext& ctx) const {
 }
 
 Status ShmSingleCopy::prepare(AlgoContext& ctx) {
-  agreed_ = false;
+  agreed_ = blocks_ = false;
   // auto: AllReduce not with more ranks than cores, where its n - 1 kernel copies each way per
   // chunk lose to staging at every size. Every rank sees this alike.
   allReduce_ = !(mode_ == "auto" && ctx.oversubscribed);
@@ -130,6 +133,9 @@ Status ShmSingleCopy::vote(AlgoContext& ctx, ShmFlags& f) {
     permille = std::min(permille, f.flags(j, e)->copyPermille);
   }
   agreed_ = reach && quick;
+  // One copy per block replaces two at memcpy's speed, or messages' copies and waits: the model
+  // weighs it against those from a quarter of memcpy's speed up.
+  blocks_ = reach && permille >= kBlocksPermille;
   copyRatio_ = std::max(1u, permille) / 1000.0;
   COLLIE_INFO(kLogColl,
               "shm_single_copy: single-copy AllReduce from %zu bytes %s; block moves %s%s",
@@ -138,7 +144,7 @@ Status ShmSingleCopy::vote(AlgoContext& ctx, ShmFlags& f) {
               : !quick     ? "off (a rank's cross-process copy is under half as fast as memcpy)"
               : allReduce_ ? "on"
                            : "off (more ranks than cores)",
-              agreed_ ? "on" : "off", figures.c_str());
+              blocks_ ? "on" : "off", figures.c_str());
   return Status::ok();
 }
 

@@ -19,8 +19,8 @@ constexpr double kSingleCopySystemCallUs = 1.0;
 bool singleCopyMovesBlocks(Collective coll);
 // Whether the call's addresses fit the slot (AllToAllv publishes one entry per peer there).
 bool singleCopyBlocksFit(const CollArgs& a, int nranks, size_t slotRoom);
-// The tuner's price of a block move on n ranks whose kernel copy runs copyRatio times slower
-// than memcpy (the busiest rank's copies, two flag waits and a system call per block).
+// The tuner's price of a block move on n ranks whose kernel copy runs at copyRatio of memcpy's
+// speed (the busiest rank's copies, two flag waits and a system call per block).
 double singleCopyBlocksCostUs(const CollArgs& a, int n, double copyRatio);
 // Runs one block move; tmp is a bounce buffer for AllToAll in place.
 Status singleCopyBlocks(const CollArgs& a, AlgoContext& ctx, ShmFlags& f, std::vector<char>* tmp);

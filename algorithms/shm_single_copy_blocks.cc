@@ -246,7 +246,7 @@ double singleCopyBlocksCostUs(const CollArgs& a, int n, double copyRatio) {
       calls = dn - 1;
       break;
   }
-  return 0.6 + calls * kSingleCopySystemCallUs + (kernel * copyRatio + local) / kShmCopyBytesPerUs;
+  return 0.6 + calls * kSingleCopySystemCallUs + (kernel / copyRatio + local) / kShmCopyBytesPerUs;
 }
 
 Status singleCopyBlocks(const CollArgs& a, AlgoContext& ctx, ShmFlags& f, std::vector<char>* tmp) {
