@@ -38,8 +38,14 @@ void copyLocal(void* dst, const void* src, size_t bytes) {
 
 // The rooted calls share the copies between the root and the peers, which would otherwise
 // wait for one side: of each peer's block the peer copies the head and the root the tail, a
-// 1/n share, so that every rank copies (n-1)/n of a block.
-size_t headBytes(const CollArgs& a, int n) {
+// 1/n share, so that every rank copies (n-1)/n of a block. A root out of place copies its own
+// block instead, as much as each peer's: then the peers copy all of theirs.
+size_t headBytes(const CollArgs& a, int n, const SlotFlags* root) {
+  const size_t at = static_cast<size_t>(a.root) * argBytes(a);
+  const bool inPlace = a.coll == Collective::kBroadcast ? root->sendAddr == root->recvAddr
+                       : a.coll == Collective::kGather  ? root->sendAddr == root->recvAddr + at
+                                                        : root->recvAddr == root->sendAddr + at;
+  if (!inPlace) return argBytes(a);
   return argBytes(a) - a.count / static_cast<size_t>(n) * dtypeSize(a.dtype);
 }
 
@@ -47,7 +53,7 @@ size_t headBytes(const CollArgs& a, int n) {
 // into the root's output (Gather, toRoot) or out of the root's input.
 Status splitCopy(const CollArgs& a, AlgoContext& ctx, ShmFlags& f, uint64_t e, bool toRoot) {
   const int n = ctx.nranks, r = ctx.rank;
-  const size_t bytes = argBytes(a), head = headBytes(a, n);
+  const size_t bytes = argBytes(a), head = headBytes(a, n, f.flags(a.root, e));
   const bool perPeer = a.coll != Collective::kBroadcast;
   if (r != a.root) {
     const SlotFlags* root = f.flags(a.root, e);
@@ -240,8 +246,7 @@ double singleCopyBlocksCostUs(const CollArgs& a, int n, double copyRatio) {
       local = b;
       calls = dn - 1;
       break;
-    default:  // rooted: (n-1)/n of a block on every rank, the root's own block besides
-      kernel = (dn - 1) / dn * b;
+    default:  // rooted, out of place: a block on each peer, and the root's own block by memcpy
       local = b;
       calls = dn - 1;
       break;
