@@ -171,8 +171,10 @@ TEST(Tuner, SingleCopyNeedsItsSetUpAndLargeCalls) {
 }
 
 // The block moves: under COLLIE_SHM_CMA_BYTES never the model's pick; above it, with a kernel
-// copy as fast as memcpy, one copy per block beats every algorithm that stages or sends
-// messages. AllToAllv, whose sizes the ranks do not share, is left to pairwise.
+// copy as fast as memcpy, one copy per block beats every algorithm that sends messages, and
+// staging too but for Broadcast, whose root out of place copies as much as staging does (the
+// two come within a few microseconds, where the tuner's trials decide). AllToAllv, whose sizes
+// the ranks do not share, is left to pairwise.
 TEST(Tuner, SingleCopyMovesLargeBlocks) {
   auto algos = buildAlgorithms();
   Algorithm* single = named(algos, "shm_single_copy");
@@ -188,7 +190,8 @@ TEST(Tuner, SingleCopyMovesLargeBlocks) {
         if (other.get() == single || !other->supports(c, MemoryKind::kHost)) continue;
         EXPECT_GT(single->costUs(small, n, link), other->costUs(small, n, link))
             << collectiveName(c) << " n=" << n << " against " << other->name();
-        EXPECT_LT(single->costUs(large, n, link), other->costUs(large, n, link))
+        const bool tie = c == Collective::kBroadcast && std::string(other->name()) == "shm_direct";
+        EXPECT_LT(single->costUs(large, n, link), other->costUs(large, n, link) + (tie ? 10 : 0))
             << collectiveName(c) << " n=" << n << " against " << other->name();
       }
     }
