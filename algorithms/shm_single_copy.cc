@@ -2,11 +2,14 @@
 // its 1/n block straight out of the peers' inputs and writes it into their outputs through the
 // kernel's copy between processes (PeerMemory, transport.h): one copy each way, where staging
 // takes two. The slot flags (shm_flags.h) carry each rank's buffer addresses and tell when
-// every peer is done.
+// every peer is done. The collectives that move blocks go the same way with one copy per block
+// (shm_single_copy_blocks.cc).
 //
 // Where it may run is agreed once, at init (prepare): every rank checks it may reach every
 // peer's memory and, under COLLIE_SHM_CMA=auto, times the kernel's copy against memcpy; then
 // the ranks vote through the slot flags, so that all may take it or none may.
+#include "algorithms/shm_single_copy.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -29,8 +32,8 @@ constexpr uint8_t kShmSingleCopyId = 9;
 constexpr size_t kChunk = 256 << 10;  // read, reduced and written while in L2
 // What the tuner is told below COLLIE_SHM_CMA_BYTES: never the pick.
 constexpr double kNeverUs = 1e12;
-// A kernel copy's fixed cost: a system call and the pinning of its first page.
-constexpr double kSystemCallUs = 1.0;
+// The slowest kernel copy, in per mille of memcpy's speed, at which the block moves may run.
+constexpr uint32_t kBlocksPermille = 250;
 // A rank's vote.
 enum Vote : uint32_t { kCannotReach = 0, kYes = 1, kTooSlow = 2 };
 
@@ -42,15 +45,20 @@ class ShmSingleCopy : public Algorithm {
   const char* name() const override { return "shm_single_copy"; }
   uint8_t id() const override { return kShmSingleCopyId; }
   bool supports(Collective coll, MemoryKind kind) const override {
-    return coll == Collective::kAllReduce && kind == MemoryKind::kHost;
+    return (coll == Collective::kAllReduce || singleCopyMovesBlocks(coll)) &&
+           kind == MemoryKind::kHost;
   }
   // Where the ranks voted for it at init.
-  bool usable(const AlgoContext&, const CollArgs&) const override { return agreed_; }
+  bool usable(const AlgoContext&, const CollArgs& a) const override {
+    if (a.coll == Collective::kAllReduce) return agreed_ && allReduce_;
+    return blocks_ && singleCopyBlocksFit(a, nranks_, room_);
+  }
   double costUs(const CollArgs& a, int n, const LinkModel& link) const override;
   Status prepare(AlgoContext& ctx) override;
   Status run(const CollArgs& a, AlgoContext& ctx) override;
 
  private:
+  Status runAllReduce(const CollArgs& a, AlgoContext& ctx);
   bool mayVote(const AlgoContext& ctx) const;
   Status vote(AlgoContext& ctx, ShmFlags& f);
   // This rank's vote, with its kernel copy's speed in *permille of memcpy's (auto mode).
@@ -66,6 +74,10 @@ class ShmSingleCopy : public Algorithm {
   size_t minBytes_;   // COLLIE_SHM_CMA_BYTES: smaller calls stay on shm_direct's fast paths
   std::string mode_;  // COLLIE_SHM_CMA: auto, on, off (init refuses anything else)
   bool agreed_ = false;
+  bool allReduce_ = false;  // AllReduce too, not only the block moves
+  bool blocks_ = false;     // the block moves: agreed where every rank's copy is fast enough
+  int nranks_ = 0;
+  size_t room_ = 0;        // data bytes per slot
   double copyRatio_ = 1;   // the slowest rank's kernel copy speed over its memcpy's
   std::vector<char> tmp_;  // a chunk read from a peer
 };
@@ -73,26 +85,30 @@ class ShmSingleCopy : public Algorithm {
 double ShmSingleCopy::costUs(const CollArgs& a, int n, const LinkModel& link) const {
   (void)link;  // nothing crosses a network
   const double bytes = static_cast<double>(argBytes(a)), dn = n;
-  if (bytes < static_cast<double>(minBytes_)) return kNeverUs;
+  // AllToAllv's count is 0: its sizes differ between ranks, which must price a call alike.
+  if (bytes < static_cast<double>(minBytes_) || a.coll == Collective::kAllToAllv) return kNeverUs;
   if (mode_ == "on") return 0;  // forced wherever every rank may reach every peer
+  if (a.coll != Collective::kAllReduce) return singleCopyBlocksCostUs(a, n, copyRatio_);
   // Two flag waits and 2(n-1) kernel copies, each of (n-1)/n of the bytes over the call; one
   // pass to reduce. shm_direct's staging makes three passes at memcpy's speed.
   const double copied = 2 * (dn - 1) / dn / copyRatio_;
-  return 0.3 + 2 * (dn - 1) * kSystemCallUs + bytes * (1 + copied) / kShmCopyBytesPerUs;
+  return 0.3 + 2 * (dn - 1) * kSingleCopySystemCallUs + bytes * (1 + copied) / kShmCopyBytesPerUs;
 }
 
 bool ShmSingleCopy::mayVote(const AlgoContext& ctx) const {
-  // auto: not with more ranks than cores, where the n - 1 kernel copies each way per chunk lose
-  // to staging at every size. Every rank sees this alike, so all vote or none does.
   if (mode_ == "off" || minBytes_ == 0 || ctx.nranks < 2) return false;
-  if (mode_ == "auto" && ctx.oversubscribed) return false;
   const ShmSlots* slots = ShmFlags::slotsOf(ctx);
   return slots != nullptr && slots->slotBytes() >= 4096;
 }
 
 Status ShmSingleCopy::prepare(AlgoContext& ctx) {
-  agreed_ = false;
+  agreed_ = blocks_ = false;
+  // auto: AllReduce not with more ranks than cores, where its n - 1 kernel copies each way per
+  // chunk lose to staging at every size. Every rank sees this alike.
+  allReduce_ = !(mode_ == "auto" && ctx.oversubscribed);
+  nranks_ = ctx.nranks;
   if (!mayVote(ctx)) return Status::ok();
+  room_ = ShmFlags::slotsOf(ctx)->slotBytes() - sizeof(SlotFlags);
   ShmFlags f(ShmFlags::slotsOf(ctx), kShmSingleCopyId);
   return vote(ctx, f);
 }
@@ -117,12 +133,18 @@ Status ShmSingleCopy::vote(AlgoContext& ctx, ShmFlags& f) {
     permille = std::min(permille, f.flags(j, e)->copyPermille);
   }
   agreed_ = reach && quick;
+  // One copy per block replaces two at memcpy's speed, or messages' copies and waits: the model
+  // weighs it against those from a quarter of memcpy's speed up.
+  blocks_ = reach && permille >= kBlocksPermille;
   copyRatio_ = std::max(1u, permille) / 1000.0;
-  COLLIE_INFO(kLogColl, "shm_single_copy: single-copy AllReduce from %zu bytes %s%s", minBytes_,
-              !reach  ? "off (a rank cannot reach a peer's memory)"
-              : quick ? "on"
-                      : "off (a rank's cross-process copy is under half as fast as memcpy)",
-              figures.c_str());
+  COLLIE_INFO(kLogColl,
+              "shm_single_copy: single-copy AllReduce from %zu bytes %s; block moves %s%s",
+              minBytes_,
+              !reach       ? "off (a rank cannot reach a peer's memory)"
+              : !quick     ? "off (a rank's cross-process copy is under half as fast as memcpy)"
+              : allReduce_ ? "on"
+                           : "off (more ranks than cores)",
+              blocks_ ? "on" : "off", figures.c_str());
   return Status::ok();
 }
 
@@ -195,6 +217,12 @@ Status ShmSingleCopy::reduceChunk(const CollArgs& a, AlgoContext& ctx, ShmFlags&
 }
 
 Status ShmSingleCopy::run(const CollArgs& a, AlgoContext& ctx) {
+  if (a.coll == Collective::kAllReduce) return runAllReduce(a, ctx);
+  ShmFlags f(ShmFlags::slotsOf(ctx), kShmSingleCopyId);
+  return singleCopyBlocks(a, ctx, f, &tmp_);
+}
+
+Status ShmSingleCopy::runAllReduce(const CollArgs& a, AlgoContext& ctx) {
   if (a.count == 0) return Status::ok();
   const int n = ctx.nranks, r = ctx.rank;
   const size_t esz = dtypeSize(a.dtype);

@@ -69,13 +69,14 @@ static const std::vector<ParamInfo>& table() {
        "largest AllReduce shm_direct sends in one cache line with the sign that it is there, "
        "bytes (48 at most; 0: none)"},
       {"COLLIE_SHM_CMA", "auto",
-       "where shm_single_copy (AllReduce reading and writing the peers' buffers in place by "
-       "cross-memory attach) may run, voted at init: auto (every rank may, not with more ranks "
-       "than cores, nor where the kernel's copy runs under half as fast as memcpy; the tuner "
-       "chooses), on (every rank may; taken from COLLIE_SHM_CMA_BYTES) or off (also for "
-       "point-to-point messages, which from 64 KiB are otherwise read from the sender)"},
+       "where shm_single_copy (AllReduce and the block moves reading and writing the peers' "
+       "buffers in place by cross-memory attach) may run, voted at init: auto (every rank may; "
+       "AllReduce not with more ranks than cores nor where the kernel's copy runs under half as "
+       "fast as memcpy, the block moves not under a quarter; the tuner chooses), on (every rank "
+       "may; taken from COLLIE_SHM_CMA_BYTES) or off (also for point-to-point messages, which "
+       "from 64 KiB are otherwise read from the sender)"},
       {"COLLIE_SHM_CMA_BYTES", "64K",
-       "smallest AllReduce the tuner gives shm_single_copy, bytes (0: never)"},
+       "smallest call (bytes per rank's block) the tuner gives shm_single_copy (0: never)"},
       {"COLLIE_BACKEND", "collie",
        "collie, or nccl: device-buffer collectives go to an NCCL communicator (builds with NCCL)"},
       {"COLLIE_CUDA_STAGING_BYTES", "8M",
