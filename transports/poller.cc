@@ -68,7 +68,7 @@ Status Poller::progressUntilAny(Request* const* reqs, size_t n, const Deadline& 
       if (reqs[i]->done) return true;
     return false;
   };
-  uint64_t spinUntil = nowNs() + static_cast<uint64_t>(spinUs_) * 1000;
+  uint64_t spinUntil = 0;  // armed when the spin begins
   unsigned spins = 0;
   // A request that completes in the round where another connection fails (its peer aborted a
   // later op, which this rank has not begun) is done: the failure stays with that connection
@@ -80,14 +80,18 @@ Status Poller::progressUntilAny(Request* const* reqs, size_t n, const Deadline& 
     COLLIE_RETURN_IF_ERROR(st);
     if (progressed) {
       spins = 0;
-      spinUntil = 0;  // re-armed below on the first idle round
+      spinUntil = 0;  // armed again when a spin begins
       continue;
     }
-    if (spinUntil == 0) spinUntil = nowNs() + static_cast<uint64_t>(spinUs_) * 1000;
     if (abort_ != nullptr && abort_->load(std::memory_order_relaxed))
       return Status(collieRemoteError, std::string(op) + ": aborted by collieCommAbort");
     if (yield_) sched_yield();
-    if ((++spins & 63) != 0 || nowNs() < spinUntil) continue;
+    // The clock is read every 64th idle round only, and the spin begins at the first of them:
+    // a short wait reads it not at all.
+    if ((++spins & 63) != 0) continue;
+    const uint64_t now = nowNs();
+    if (spinUntil == 0) spinUntil = now + static_cast<uint64_t>(spinUs_) * 1000;
+    if (now < spinUntil) continue;
     if (deadline.expired()) {
       for (size_t i = 0; i < n; ++i)
         if (!reqs[i]->done) return timedOut(reqs[i], op);

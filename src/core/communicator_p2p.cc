@@ -71,7 +71,7 @@ Status CommImpl::recvAny(const P2PCall& call, int* peer) {
   const Deadline deadline = Deadline::afterMs(cfg_.timeoutMs);
   Connection* const* conns = mesh_->connections();
   const uint64_t spinUntil = nowNs() + 200 * 1000;
-  // Peers are looked at from the one after the last sender on, so that none is starved.
+  // Each look begins one peer further on, so that no sender is starved.
   for (int start = rank_ + 1;; ++start) {
     for (int i = 0; i < nranks_; ++i) {
       const int p = (start + i) % nranks_;
@@ -94,9 +94,9 @@ Status CommImpl::recvAny(const P2PCall& call, int* peer) {
     if (!st.isOk()) return p2pFail(st);
     if (aborting_.load()) return p2pFail(Status(collieRemoteError, "recv: aborted"));
     if (deadline.expired())
-      return p2pFail(Status(collieTimeout, "recv from any peer with tag " +
-                                               std::to_string(call.tag) + " on rank " +
-                                               std::to_string(rank_) + ": no message came"));
+      return p2pFail(timeoutError("recv any: timed out waiting for a message with tag " +
+                                  std::to_string(call.tag) +
+                                  " from any peer (see COLLIE_TIMEOUT_MS)"));
     if (!progressed && nowNs() > spinUntil)
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     else if (!progressed && oversubscribed_)
@@ -152,11 +152,11 @@ bool CommImpl::advanceP2P() {
 
 void CommImpl::abandonP2P() {
   std::lock_guard<std::mutex> l(execMu_);
+  // The requests stay: the connections, which may still point at them, go first.
   for (InFlightP2P& f : inFlightP2P_)
     f.work->finish(
         invalidUsage("the communicator was destroyed while this send or receive of rank " +
                      std::to_string(rank_) + " was in flight"));
-  inFlightP2P_.clear();
   inFlightCount_.store(0);
 }
 
