@@ -62,8 +62,7 @@ struct RingCtl {
   MailboxCtl mail;  // small point-to-point frames (shm_mailbox.h)
 };
 
-// This process's PID namespace (device and inode of /proc/self/ns/pid folded together); 0 when
-// it cannot be told.
+// This process's PID namespace (/proc/self/ns/pid's device and inode folded); 0 if unknown.
 uint64_t pidNamespace() {
   struct stat st;
   if (stat("/proc/self/ns/pid", &st) != 0) return 0;
@@ -481,17 +480,17 @@ void ShmTransport::makeConnections(ConnectionTable* conns) {
 }
 
 std::unique_ptr<Connection> ShmTransport::connectionTo(size_t i, std::shared_ptr<ShmSlots> slots) {
-  const int pid = watchablePid(*own_->header(), *peers_[i]->header());
+  ShmSegment* theirs = peers_[i].get();
+  const int pid = watchablePid(*own_->header(), *theirs->header());
+  const auto me = static_cast<uint32_t>(localIndex_), it = static_cast<uint32_t>(i);
   std::vector<std::unique_ptr<ByteStream>> streams;
-  streams.emplace_back(new ShmStream(own_.get(), peers_[i].get(),
-                                     static_cast<uint32_t>(localIndex_), static_cast<uint32_t>(i),
-                                     opt_, pid, &peers_[i]->header()->alive));
+  streams.emplace_back(
+      new ShmStream(own_.get(), theirs, me, it, opt_, pid, &theirs->header()->alive));
   StreamOptions so;
   so.stripeBytes = SIZE_MAX;  // one stream: never striped
-  ShmSegment* theirs = peers_[i].get();
-  std::unique_ptr<ShmMailbox> mail(
-      new ShmMailbox(&theirs->ring(localIndex_)->mail, &own_->ring(static_cast<uint32_t>(i))->mail,
-                     &theirs->header()->sleepers, [theirs] { theirs->ring(); }));
+  std::unique_ptr<ShmMailbox> mail(new ShmMailbox(&theirs->ring(me)->mail, &own_->ring(it)->mail,
+                                                  &theirs->header()->sleepers,
+                                                  [theirs] { theirs->ring(); }));
   return std::unique_ptr<Connection>(
       new ShmConnection(local_[i], commId_, std::move(streams), so, theirs->staging(),
                         own_->staging(), opt_.stagingBytes, std::move(slots),
