@@ -89,7 +89,9 @@ TEST(BinomialPattern, SubtreesTileTheRanksAndParentsMatchChildren) {
         next += binomial::subtreeSize(v + m, n);
       }
       EXPECT_EQ(next, v + binomial::subtreeSize(v, n)) << "n " << n << " v " << v;
-      if (v > 0) EXPECT_LT(binomial::parent(v, n), v);
+      if (v > 0) {
+        EXPECT_LT(binomial::parent(v, n), v);
+      }
     }
     for (int root = 0; root < n; ++root)
       for (int r = 0; r < n; ++r)
