@@ -16,6 +16,7 @@
 #include "collie/collie.h"
 #include "collie/collie.hpp"
 #include "src/base/dtype.h"
+#include "tests/harness/block_data.h"
 #include "tests/harness/process_world.h"
 #include "tests/harness/reference.h"
 
@@ -25,33 +26,8 @@ namespace {
 
 const collieDataType_t kTypes[] = {collieInt8,     collieInt32,   collieFloat16,
                                    collieBfloat16, collieFloat32, collieFloat64};
-constexpr size_t kBig = 70001;         // several 64 KiB chunks in every dtype
-constexpr size_t kLarge = 300000;      // floats: beyond the default 512 KiB chunk too
-constexpr unsigned char kFill = 0x5a;  // what no call may write
-constexpr size_t kGuard = 64;          // bytes checked after every buffer
-
-// Element i of what rank src sends to rank dst: an integer in [-125, 125], exact in every dtype,
-// that changes with each of the three.
-double value(int src, int dst, size_t i) {
-  const uint64_t h = (static_cast<uint64_t>(src) + 1) * 7919u +
-                     (static_cast<uint64_t>(dst) + 1) * 104729u + i * 2654435761u;
-  return static_cast<double>(h % 251) - 125;
-}
-
-void fillBlock(char* at, collieDataType_t dt, int src, int dst, size_t count) {
-  for (size_t i = 0; i < count; ++i) storeFromDouble(at, dt, i, value(src, dst, i));
-}
-
-// A buffer with bytes to spare on both sides, which must keep kFill unless the call owns them.
-struct Buf {
-  std::vector<char> bytes;
-  size_t lead;
-  Buf(size_t n, size_t misalign) : bytes(n + 2 * kGuard + 8, static_cast<char>(kFill)) {
-    lead = kGuard + misalign;
-  }
-  char* data() { return bytes.data() + lead; }
-  void reset() { memset(bytes.data(), kFill, bytes.size()); }
-};
+constexpr size_t kBig = 70001;     // several 64 KiB chunks in every dtype
+constexpr size_t kLarge = 300000;  // floats: beyond the default 512 KiB chunk too
 
 struct Ctx {
   collieComm_t comm;
@@ -122,28 +98,12 @@ bool allToAllCases(Ctx& c, const std::vector<size_t>& counts) {
   return allToAllCase(c, collieFloat32, kLarge, false, "");
 }
 
-// What rank src sends rank dst in the AllToAllv cases of size base: zero for about a quarter of
-// the pairs, otherwise base plus a little that differs per pair.
-size_t vCount(int src, int dst, size_t base) {
-  if (base == 0 || (src * 3 + dst * 5 + 1) % 4 == 0) return 0;
-  return base + static_cast<size_t>(src + 2 * dst) % 7;
-}
-
-// Send segments in reverse peer order with gaps, receive segments in order with uneven gaps.
+// AllToAllv over vLayout's segments (block_data.h), checked with their gaps.
 bool allToAllvCase(Ctx& c, collieDataType_t dt, size_t base) {
-  const size_t esz = dtypeSize(dt), n = static_cast<size_t>(c.n);
-  std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
-  size_t sendElems = 0, recvElems = 1;
-  for (int j = c.n - 1; j >= 0; --j) {
-    sc[j] = vCount(c.rank, j, base);
-    sd[j] = sendElems;
-    sendElems += sc[j] + 3;
-  }
-  for (int j = 0; j < c.n; ++j) {
-    rc[j] = vCount(j, c.rank, base);
-    rd[j] = recvElems;
-    recvElems += rc[j] + 2 + static_cast<size_t>(j % 2) * 5;
-  }
+  const size_t esz = dtypeSize(dt);
+  VLayout l = vLayout(c.rank, c.n, base);
+  std::vector<size_t>&sc = l.sc, &sd = l.sd, &rc = l.rc, &rd = l.rd;
+  const size_t sendElems = l.sendElems, recvElems = l.recvElems;
   Buf send(sendElems * esz, base % 3), recv(recvElems * esz, base % 5),
       want(recvElems * esz, base % 5);
   for (int j = 0; j < c.n; ++j) {

@@ -12,6 +12,7 @@
 
 #include "collie/collie.h"
 #include "src/base/dtype.h"
+#include "tests/harness/block_data.h"
 #include "tests/harness/process_world.h"
 #include "tests/harness/reference.h"
 
@@ -19,30 +20,8 @@ namespace collie {
 namespace testing {
 namespace {
 
-constexpr unsigned char kFill = 0x5a;        // what no call may write
-constexpr size_t kGuard = 64;                // bytes checked on both sides of every buffer
 constexpr size_t kOverMiB = (1u << 18) + 3;  // floats: a block over 1 MiB
 constexpr char kSingle[] = "shm_single_copy";
-
-// Element i of what rank src sends rank dst: an integer exact in every dtype.
-double value(int src, int dst, size_t i) {
-  const uint64_t h = (static_cast<uint64_t>(src) + 1) * 7919u +
-                     (static_cast<uint64_t>(dst) + 1) * 104729u + i * 2654435761u;
-  return static_cast<double>(h % 251) - 125;
-}
-
-void fillBlock(char* at, collieDataType_t dt, int src, int dst, size_t count) {
-  for (size_t i = 0; i < count; ++i) storeFromDouble(at, dt, i, value(src, dst, i));
-}
-
-// A buffer with guard bytes on both sides, which must keep kFill unless the call owns them.
-struct Buf {
-  std::vector<char> bytes;
-  size_t lead;
-  Buf(size_t n, size_t misalign)
-      : bytes(n + 2 * kGuard + 8, static_cast<char>(kFill)), lead(kGuard + misalign) {}
-  char* data() { return bytes.data() + lead; }
-};
 
 // How the ranks of one case place their buffers.
 enum Placement { kOut = 0, kIn = 1, kMixed = 2 };
@@ -124,28 +103,12 @@ bool allToAllCase(Ctx& c, collieDataType_t dt, size_t count, Placement p) {
   return true;
 }
 
-// What rank src sends rank dst in the AllToAllv cases of size base: zero for about a quarter of
-// the pairs, otherwise base plus a little that differs per pair.
-size_t vCount(int src, int dst, size_t base) {
-  if (base == 0 || (src * 3 + dst * 5 + 1) % 4 == 0) return 0;
-  return base + static_cast<size_t>(src + 2 * dst) % 7;
-}
-
-// Send segments in reverse peer order with gaps, receive segments in order with uneven gaps.
+// AllToAllv over vLayout's segments (block_data.h), checked with their gaps.
 bool allToAllvCase(Ctx& c, collieDataType_t dt, size_t base) {
-  const size_t esz = dtypeSize(dt), n = static_cast<size_t>(c.n);
-  std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
-  size_t sendElems = 0, recvElems = 1;
-  for (int j = c.n - 1; j >= 0; --j) {
-    sc[j] = vCount(c.rank, j, base);
-    sd[j] = sendElems;
-    sendElems += sc[j] + 3;
-  }
-  for (int j = 0; j < c.n; ++j) {
-    rc[j] = vCount(j, c.rank, base);
-    rd[j] = recvElems;
-    recvElems += rc[j] + 2 + static_cast<size_t>(j % 2) * 5;
-  }
+  const size_t esz = dtypeSize(dt);
+  VLayout l = vLayout(c.rank, c.n, base);
+  std::vector<size_t>&sc = l.sc, &sd = l.sd, &rc = l.rc, &rd = l.rd;
+  const size_t sendElems = l.sendElems, recvElems = l.recvElems;
   Buf send(sendElems * esz, base % 3), recv(recvElems * esz, base % 5),
       want(recvElems * esz, base % 5);
   for (int j = 0; j < c.n; ++j) {
