@@ -96,7 +96,7 @@ Status Poller::progressUntilAny(Request* const* reqs, size_t n, const Deadline& 
       for (size_t i = 0; i < n; ++i)
         if (!reqs[i]->done) return timedOut(reqs[i], op);
     }
-    st = sleepOnFds(deadline.remainingMs(abort_ ? 50 : 200));
+    st = sleepOnFds(deadline.remainingMs(shared_ ? kSharedSleepMs : abort_ ? 50 : 200));
     if (anyDone()) return Status::ok();
     COLLIE_RETURN_IF_ERROR(st);
   }

@@ -21,7 +21,7 @@ static void briefWait(const ByteStream& io, short events, int ms) {
   }
 }
 
-void StreamConnection::sendAbort(const Status& failure) {
+void StreamConnection::sendAbortOn(uint64_t commId, const Status& failure) {
   // Also to a peer whose abort came first: its answer tells it this rank is not the one stuck
   // (CommImpl::silentPeers).
   if (abortSent_ || socks_.empty()) return;
@@ -33,7 +33,7 @@ void StreamConnection::sendAbort(const Status& failure) {
   // does not fit in 500 ms (or moves not for 50) goes on while this rank listens
   // (listenAfterFailure, still inside the op), as the peer, which may be telling this rank the
   // same, reads again; an abort alone goes on before the connection closes (linger).
-  const std::string frame = encodeAbort(commId_, failure);
+  const std::string frame = encodeAbort(commId, failure);
   const Deadline d = Deadline::afterMs(500);
   for (auto& s : socks_) {
     if (s.eof) continue;
@@ -142,16 +142,22 @@ void StreamConnection::dropPosted() {
   // its buffer, and what was not sent stays unsent (sendAbort finished a frame begun).
   listening_ = true;
   for (auto& s : socks_) {
-    if (s.hdrGot == kHdr && s.hdr.magic == kFrameMagic && s.hdr.commId == commId_) {
-      const size_t got = s.inP2P ? s.p2p.got : s.recvs.empty() ? 0 : s.recvs.front().got;
+    if (s.hdrGot == kHdr && s.hdr.magic == kFrameMagic) {
+      auto it = firstOf(s, laneFor(s.hdr.commId));
+      const size_t got = s.inP2P     ? s.p2p.got
+                         : s.filling ? s.early.back().got
+                         : it != s.recvs.end() ? it->got
+                                               : 0;
       s.drop = s.hdr.len > got ? s.hdr.len - got : 0;
       s.hdrGot = 0;
     }
     s.inP2P = false;
+    s.filling = false;
     s.recvs.clear();
+    s.early.clear();
     if (!abortSent_) s.sends.clear();
   }
-  p2p_.clear();
+  for (auto& l : lanes_) l->p2p.clear();
 }
 
 bool StreamConnection::heardOn(Sock& s) {
@@ -173,12 +179,12 @@ bool StreamConnection::heardOn(Sock& s) {
     }
     if (!readHeader(s, &r)) break;
     s.hdrGot = 0;
-    if (s.hdr.magic == kAbortMagic && s.hdr.commId == commId_) {
+    if (abortHeader(s.hdr)) {
       readAbort(s);
       return true;
     }
-    if (s.hdr.magic != kFrameMagic || s.hdr.commId != commId_) {
-      fail(checkFrame(s.hdr, commId_, FrameTag{}, 0, peer_));
+    if (s.hdr.magic != kFrameMagic || (!laned_ && laneFor(s.hdr.commId) == nullptr)) {
+      fail(checkFrame(s.hdr, lanes_[0]->commId, FrameTag{}, 0, peer_));
       return true;
     }
     s.drop = s.hdr.len;

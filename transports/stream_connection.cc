@@ -20,13 +20,14 @@ StreamConnection::StreamConnection(int peer, uint64_t commId,
                                    const StreamOptions& opt, void* peerBuf, void* localBuf,
                                    size_t bufBytes)
     : peer_(peer),
-      commId_(commId),
       opt_(opt),
       peerBuf_(peerBuf),
       localBuf_(localBuf),
       bufBytes_(bufBytes) {
   socks_.resize(streams.size());
   for (size_t i = 0; i < streams.size(); ++i) socks_[i].io = std::move(streams[i]);
+  lanes_.emplace_back(new Lane());
+  lanes_[0]->commId = commId;
 }
 
 StreamConnection::~StreamConnection() = default;
@@ -48,35 +49,41 @@ void StreamConnection::place(size_t bytes, size_t* rr, Fn&& fn) {
   }
 }
 
-Status StreamConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+Status StreamConnection::sendOn(Lane* lane, const void* buf, size_t bytes, const FrameTag& tag,
+                                Request* req) {
+  return streamSend(lane, buf, bytes, tag, req);
+}
+
+Status StreamConnection::streamSend(Lane* lane, const void* buf, size_t bytes, const FrameTag& tag,
+                                    Request* req) {
   req->start(bytes, tag, true, peer_);
   if (!failed_.isOk()) return failed_;
   if (isP2PFrame(tag.coll)) {
-    p2pSend(buf, bytes, tag, req);
+    p2pSend(lane, buf, bytes, tag, req);
     return Status::ok();
   }
-  place(bytes, &sendRr_, [&](size_t s, size_t off, size_t len) {
-    FrameTag t = tag;
-    socks_[s].sends.push_back(
-        SendItem{encodeFrame(commId_, t, len), static_cast<const char*>(buf) + off, len, 0, req});
+  place(bytes, &lane->sendRr, [&](size_t s, size_t off, size_t len) {
+    socks_[s].sends.push_back(SendItem{encodeFrame(lane->commId, tag, len),
+                                       static_cast<const char*>(buf) + off, len, 0, req});
     ++req->partsLeft;
   });
   return Status::ok();
 }
 
-Status StreamConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+Status StreamConnection::recvOn(Lane* lane, void* buf, size_t bytes, const FrameTag& tag,
+                                Request* req) {
   req->start(bytes, tag, false, peer_);
   if (!failed_.isOk()) return failed_;
   if (isP2PFrame(tag.coll)) {
     req->partsLeft = 1;
-    Status st = p2p_.post(buf, bytes, tag, req, peer_);
+    Status st = lane->p2p.post(buf, bytes, tag, req, peer_);
     return st.isOk() ? st : fail(st);
   }
-  place(bytes, &recvRr_, [&](size_t s, size_t off, size_t len) {
-    socks_[s].recvs.push_back(RecvItem{static_cast<char*>(buf) + off, len, 0, tag, req});
+  place(bytes, &lane->recvRr, [&](size_t i, size_t off, size_t len) {
+    socks_[i].recvs.push_back(RecvItem{static_cast<char*>(buf) + off, len, 0, tag, req, lane});
     ++req->partsLeft;
   });
-  return Status::ok();
+  return laned_ ? takeEarlyFrames(lane, req) : Status::ok();
 }
 
 void StreamConnection::completePart(Request* req) {
@@ -136,8 +143,7 @@ Status StreamConnection::lost(const char* what, ssize_t err) {
   // stream with nothing posted. It names the rank that failed; the reset would blame the peer.
   for (auto& s : socks_) {
     ssize_t r = 0;
-    if (!s.eof && readHeader(s, &r) && s.hdr.magic == kAbortMagic && s.hdr.commId == commId_)
-      return readAbort(s);
+    if (!s.eof && readHeader(s, &r) && abortHeader(s.hdr)) return readAbort(s);
   }
   return fail(remoteError("lost peer rank " + std::to_string(peer_) + ": " + what + " (" +
                           strerror(static_cast<int>(-err)) +
@@ -161,7 +167,7 @@ Status StreamConnection::eofError(Sock& s) {
   // stream has ended.
   const bool allEnded =
       std::all_of(socks_.begin(), socks_.end(), [](const Sock& o) { return o.eof; });
-  if (s.recvs.empty() && s.hdrGot == 0 && (!p2p_.waiting() || !allEnded)) return Status::ok();
+  if (s.recvs.empty() && s.hdrGot == 0 && (!anyP2PWaiting() || !allEnded)) return Status::ok();
   return fail(remoteError("lost peer rank " + std::to_string(peer_) +
                           ": connection closed (the peer destroyed its communicator, exited or was "
                           "killed)"));
@@ -170,7 +176,11 @@ Status StreamConnection::eofError(Sock& s) {
 Status StreamConnection::readSmallFrame(Sock& s, bool* progressed, bool* done) {
   constexpr size_t kHdr = sizeof(FrameHeader);
   RecvItem& it = s.recvs.front();
-  iovec iov[2] = {{&s.hdr, kHdr}, {it.data, it.len}};
+  // The body lands in a buffer of the stream's first: the frame may be another lane's or a
+  // point-to-point one, and the posted buffer may hold data still being sent until its own
+  // frame comes (causality keeps a peer's answer behind what it answers, not other frames).
+  s.bounce.resize(kSmallFrame);
+  iovec iov[2] = {{&s.hdr, kHdr}, {s.bounce.data(), it.len}};
   ssize_t r = s.io->readv(iov, 2);
   if (r == 0) return Status::ok();
   if (r == -ESHUTDOWN) {
@@ -186,13 +196,16 @@ Status StreamConnection::readSmallFrame(Sock& s, bool* progressed, bool* done) {
   }
   s.hdrGot = kHdr;
   size_t body = static_cast<size_t>(r) - kHdr;
-  // Bytes past the header landed in the user's buffer before the header was checked: an abort
-  // reason or a mismatching frame fails the connection, so nobody uses them.
-  if (s.hdr.magic == kAbortMagic && s.hdr.commId == commId_)
-    return readAbort(s, std::string(it.data, body));
-  if (p2pHeader(s)) return p2pAfterSmallRead(s, it.data, body);
-  Status st = checkFrame(s.hdr, commId_, it.expect, it.len, peer_);
+  const char* got = s.bounce.data();
+  if (abortHeader(s.hdr)) return readAbort(s, std::string(got, body));
+  if (p2pHeader(s)) return p2pAfterSmallRead(s, got, body);
+  if (s.hdr.magic == kFrameMagic && laneFor(s.hdr.commId) != it.lane) {
+    s.stash.assign(got, body);  // another lane's frame: its body is read again from here
+    return Status::ok();
+  }
+  Status st = checkFrame(s.hdr, it.lane->commId, it.expect, it.len, peer_);
   if (!st.isOk()) return fail(st);
+  memcpy(it.data, got, body);
   it.got = body;
   return Status::ok();
 }
@@ -222,7 +235,7 @@ Status StreamConnection::progressRecv(Sock& s, bool* progressed) {
       *progressed = true;
       s.hdrGot += static_cast<size_t>(r);
       if (s.hdrGot < kHdr) continue;
-      if (s.hdr.magic == kAbortMagic && s.hdr.commId == commId_) return readAbort(s);
+      if (abortHeader(s.hdr)) return readAbort(s);
     }
     if (p2pHeader(s)) {
       bool done = false;
@@ -230,21 +243,31 @@ Status StreamConnection::progressRecv(Sock& s, bool* progressed) {
       if (!done) return Status::ok();
       continue;
     }
-    if (s.recvs.empty()) {
-      // A header for a receive not posted yet: only a garbled one is an error now.
-      if (s.hdr.magic != kFrameMagic || s.hdr.commId != commId_)
-        return fail(checkFrame(s.hdr, commId_, FrameTag{}, 0, peer_));
-      return Status::ok();
-    }
-    RecvItem& it = s.recvs.front();
-    if (it.got == 0) {
-      Status st = checkFrame(s.hdr, commId_, it.expect, it.len, peer_);
-      if (!st.isOk()) return fail(st);
-    }
     bool done = false;
-    COLLIE_RETURN_IF_ERROR(readBody(s, progressed, &done));
+    COLLIE_RETURN_IF_ERROR(routeFrame(s, progressed, &done));
     if (!done) return Status::ok();
   }
+}
+
+Status StreamConnection::routeFrame(Sock& s, bool* progressed, bool* done) {
+  if (s.filling) return fillEarly(s, progressed, done);
+  Lane* lane = s.hdr.magic == kFrameMagic ? laneFor(s.hdr.commId) : nullptr;
+  if (lane == nullptr && (!laned_ || s.hdr.magic != kFrameMagic))
+    return fail(checkFrame(s.hdr, lanes_[0]->commId, FrameTag{}, 0, peer_));
+  auto it = firstOf(s, lane);
+  if (it == s.recvs.end()) {
+    // A header for a receive not posted yet: with one lane it waits for one; with several it
+    // is read in and kept, so that the frames of other lanes behind it go on.
+    if (!laned_) return Status::ok();
+    s.early.push_back(Early{s.hdr, std::string(s.hdr.len, '\0'), 0, lane});
+    s.filling = true;
+    return fillEarly(s, progressed, done);
+  }
+  if (it->got == 0) {
+    Status st = checkFrame(s.hdr, lane->commId, it->expect, it->len, peer_);
+    if (!st.isOk()) return fail(st);
+  }
+  return readBody(s, it, progressed, done);
 }
 
 Status StreamConnection::readUpTo(Sock& s, char* dst, size_t len, size_t* got, bool* progressed) {
@@ -263,12 +286,12 @@ Status StreamConnection::readUpTo(Sock& s, char* dst, size_t len, size_t* got, b
   return Status::ok();
 }
 
-Status StreamConnection::readBody(Sock& s, bool* progressed, bool* done) {
-  RecvItem& it = s.recvs.front();
-  COLLIE_RETURN_IF_ERROR(readUpTo(s, it.data, it.len, &it.got, progressed));
-  if (it.got < it.len) return Status::ok();
-  Request* req = it.req;
-  s.recvs.pop_front();
+Status StreamConnection::readBody(Sock& s, std::deque<RecvItem>::iterator it, bool* progressed,
+                                  bool* done) {
+  COLLIE_RETURN_IF_ERROR(readUpTo(s, it->data, it->len, &it->got, progressed));
+  if (it->got < it->len) return Status::ok();
+  Request* req = it->req;
+  s.recvs.erase(it);
   s.hdrGot = 0;
   completePart(req);
   *done = true;
@@ -289,7 +312,8 @@ Status StreamConnection::progress(bool* progressed) {
   const bool full = ++rounds_ % kFullRound == 0 || !hasPending();
   for (auto& s : socks_) {
     COLLIE_RETURN_IF_ERROR(progressSend(s, progressed));
-    if (full || !s.recvs.empty() || (s.hdrGot > 0 && s.hdrGot < kHdr) || s.inP2P || p2p_.waiting())
+    if (full || !s.recvs.empty() || (s.hdrGot > 0 && s.hdrGot < kHdr) || s.inP2P || s.filling ||
+        anyP2PWaiting())
       COLLIE_RETURN_IF_ERROR(progressRecv(s, progressed));
   }
   return Status::ok();
@@ -301,26 +325,29 @@ void StreamConnection::appendPollFds(std::vector<pollfd>* fds) const {
     if (s.eof) continue;
     short ev = 0;
     // A stashed header with no receive posted would make POLLIN fire forever.
-    if (s.hdrGot < kHdr || !s.recvs.empty()) ev |= POLLIN;
+    if (s.hdrGot < kHdr || !s.recvs.empty() || s.filling) ev |= POLLIN;
     if (!s.sends.empty()) ev |= POLLOUT;
     int fd = s.io->pollFd();
     if (ev && fd >= 0) fds->push_back(pollfd{fd, ev, 0});
   }
 }
 
-Status StreamConnection::checkEarlyFrame(const FrameTag& mine) const {
-  // A header stashed with no receive posted (progressRecv). One of a later call is no sign:
-  // a peer done with this call may have begun the next.
+Status StreamConnection::checkEarlyOn(const Lane* lane, const FrameTag& mine) const {
+  // A header stashed with no receive posted (routeFrame), or a frame kept early. One of a later
+  // call is no sign: a peer done with this call may have begun the next.
   for (const auto& s : socks_) {
     if (s.hdrGot == sizeof(FrameHeader) && s.recvs.empty() && s.hdr.magic == kFrameMagic &&
-        s.hdr.commId == commId_ && s.hdr.seq == mine.seq)
-      return checkFrame(s.hdr, commId_, mine, s.hdr.len, peer_);
+        s.hdr.commId == lane->commId && s.hdr.seq == mine.seq)
+      return checkFrame(s.hdr, lane->commId, mine, s.hdr.len, peer_);
+    for (const Early& e : s.early)
+      if (e.lane == lane && e.hdr.seq == mine.seq)
+        return checkFrame(e.hdr, lane->commId, mine, e.hdr.len, peer_);
   }
   return Status::ok();
 }
 
 bool StreamConnection::hasPending() const {
-  if (p2p_.waiting()) return true;
+  if (anyP2PWaiting()) return true;
   for (const auto& s : socks_)
     if (!s.sends.empty() || !s.recvs.empty()) return true;
   return false;

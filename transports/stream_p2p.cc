@@ -17,39 +17,42 @@ ssize_t StreamConnection::readSome(Sock& s, void* buf, size_t n) {
 }
 
 bool StreamConnection::p2pHeader(const Sock& s) const {
-  return s.hdrGot == sizeof(FrameHeader) && s.hdr.magic == kFrameMagic && s.hdr.commId == commId_ &&
-         isP2PFrame(s.hdr.coll);
+  return s.hdrGot == sizeof(FrameHeader) && s.hdr.magic == kFrameMagic &&
+         isP2PFrame(s.hdr.coll) && laneFor(s.hdr.commId) != nullptr;
 }
 
-void StreamConnection::p2pSend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+void StreamConnection::p2pSend(Lane* lane, const void* buf, size_t bytes, const FrameTag& tag,
+                               Request* req) {
   const size_t nsocks = socks_.size();
   const unsigned n = bytes >= opt_.stripeBytes && nsocks > 1 ? static_cast<unsigned>(nsocks) : 1;
   for (unsigned i = 0; i < n; ++i) {
     const StripeSpan span = p2pStripe(bytes, n, i);
-    Sock& s = socks_[n == 1 ? p2pRr_++ % nsocks : i];
-    s.sends.push_back(SendItem{encodeFrame(commId_, p2pStripeTag(tag, n, i), span.length),
+    Sock& s = socks_[n == 1 ? lane->p2pRr++ % nsocks : i];
+    s.sends.push_back(SendItem{encodeFrame(lane->commId, p2pStripeTag(tag, n, i), span.length),
                                static_cast<const char*>(buf) + span.offset, span.length, 0, req});
     ++req->partsLeft;
   }
 }
 
 Status StreamConnection::deliverP2P(const FrameHeader& h, const char* body) {
-  if (h.magic != kFrameMagic || h.commId != commId_ || !isP2PFrame(h.coll))
+  Lane* lane = h.magic == kFrameMagic ? laneFor(h.commId) : nullptr;
+  if (lane == nullptr && laned_ && h.magic == kFrameMagic) return Status::ok();  // a closed lane's
+  if (lane == nullptr || !isP2PFrame(h.coll))
     return fail(remoteError("garbled point-to-point frame from peer rank " + std::to_string(peer_) +
                             " in its mailbox"));
   StripeSink k;
-  Status st = p2p_.begin(h, peer_, &k);
+  Status st = lane->p2p.begin(h, peer_, &k);
   if (!st.isOk()) return fail(st);
   if (k.length > 0) memcpy(k.dst, body, k.length);
-  st = p2p_.end(&k);
+  st = lane->p2p.end(&k);
   return st.isOk() ? st : fail(st);
 }
 
-Status StreamConnection::p2pAfterSmallRead(Sock& s, char* body, size_t bodyBytes) {
-  // A small read into a collective's posted buffer found a point-to-point frame: its bytes move
-  // to where that frame goes, and any bytes past its end (the next frame) are read again later.
-  // The collective's buffer is rewritten by its own frame before that receive completes.
-  Status st = p2p_.begin(s.hdr, peer_, &s.p2p);
+Status StreamConnection::p2pAfterSmallRead(Sock& s, const char* body, size_t bodyBytes) {
+  // A small read for a collective's receive found a point-to-point frame: its bytes move to
+  // where that frame goes, and any bytes past its end (the next frame) are read again later.
+  s.p2pLane = laneFor(s.hdr.commId);
+  Status st = s.p2pLane->p2p.begin(s.hdr, peer_, &s.p2p);
   if (!st.isOk()) return fail(st);
   s.inP2P = true;
   const size_t mine = std::min(bodyBytes, s.p2p.length);
@@ -61,14 +64,15 @@ Status StreamConnection::p2pAfterSmallRead(Sock& s, char* body, size_t bodyBytes
 
 Status StreamConnection::readP2PBody(Sock& s, bool* progressed, bool* done) {
   if (!s.inP2P) {
-    Status st = p2p_.begin(s.hdr, peer_, &s.p2p);
+    s.p2pLane = laneFor(s.hdr.commId);
+    Status st = s.p2pLane->p2p.begin(s.hdr, peer_, &s.p2p);
     if (!st.isOk()) return fail(st);
     s.inP2P = true;
   }
   StripeSink& k = s.p2p;
   COLLIE_RETURN_IF_ERROR(readUpTo(s, k.dst, k.length, &k.got, progressed));
   if (k.got < k.length) return Status::ok();
-  Status st = p2p_.end(&k);
+  Status st = s.p2pLane->p2p.end(&k);
   s.inP2P = false;
   s.hdrGot = 0;
   *done = true;

@@ -23,9 +23,27 @@ namespace collie {
 // the peer from Status::stalledOn(), never from this text.
 constexpr char kTimedOutWaitingFor[] = "timed out waiting for peer rank ";
 
+// Whether a request is complete. Atomic (release on completion, acquire on reading) because a
+// connection shared by communicators of several threads may complete a request of one thread
+// in another's progress call; plain loads and stores on x86.
+class DoneFlag {
+ public:
+  DoneFlag(bool v = false) : v_(v) {}  // NOLINT(google-explicit-constructor)
+  DoneFlag(const DoneFlag& o) : v_(o.v_.load(std::memory_order_acquire)) {}
+  DoneFlag& operator=(const DoneFlag& o) { return *this = static_cast<bool>(o); }
+  DoneFlag& operator=(bool v) {
+    v_.store(v, std::memory_order_release);
+    return *this;
+  }
+  operator bool() const { return v_.load(std::memory_order_acquire); }  // NOLINT
+
+ private:
+  std::atomic<bool> v_;
+};
+
 // One asynchronous send or receive. Owned by the caller; must outlive its completion.
 struct Request {
-  bool done = false;
+  DoneFlag done;
   int partsLeft = 0;  // transport-private: pieces still in flight (striping)
   Status status;
   size_t bytes = 0;
@@ -77,6 +95,15 @@ class Connection : public AbortLink {
   // the transport has none.
   virtual ShmSlots* shmSlots() { return nullptr; }
   virtual PeerMemory* peerMemory() { return nullptr; }
+  // A lane: another communicator (a split child) on this connection to the same peer. Its
+  // frames carry commId and the receiver files each frame by it, so lanes never reorder each
+  // other's frames; number tells the lane apart where a transport's wire has no room for the id
+  // (both sides open it with the same). A lane has none of the optional capabilities above. The
+  // connection and all its lanes are driven by one thread at a time; a lane is closed by
+  // destroying it, before the connection. Null where the transport has no lanes.
+  virtual std::unique_ptr<Connection> openLane(uint64_t commId, uint32_t number) {
+    return nullptr;
+  }
 };
 
 // The slots of the staging buffers of the ranks on this host, for algorithms that synchronise
@@ -143,13 +170,16 @@ class Poller {
  public:
   // abortFlag (may be null): set by another thread to make every wait return an error.
   // yield: give the core up between idle polls while spinning (more ranks than cores).
+  // shared: the connections are shared with communicators of other threads, which may read
+  // what this wait waits for while it sleeps: sleeps are short.
   Poller(std::vector<Connection*> conns, int64_t spinUs, const std::atomic<bool>* abortFlag,
-         Doorbell* doorbell = nullptr, bool yield = false)
+         Doorbell* doorbell = nullptr, bool yield = false, bool shared = false)
       : conns_(std::move(conns)),
         spinUs_(spinUs),
         abort_(abortFlag),
         doorbell_(doorbell),
-        yield_(yield) {
+        yield_(yield),
+        shared_(shared) {
     for (Connection* c : conns_) fdPeers_ |= c != nullptr && c->peerBuffer() == nullptr;
   }
   // Returns when req is done (its status), or an error from any connection, or a timeout
@@ -166,8 +196,10 @@ class Poller {
   const std::atomic<bool>* abort_;
   Doorbell* doorbell_;
   bool yield_;
+  bool shared_;
   bool fdPeers_ = false;  // some peer is reached by a socket-like transport (tcp, ucx)
   static constexpr int64_t kMixedSleepUs = 200;
+  static constexpr int kSharedSleepMs = 1;
   std::vector<struct pollfd> fds_;
 };
 

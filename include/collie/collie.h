@@ -77,6 +77,9 @@ typedef enum {
   collieNumOps = 5
 } collieRedOp_t;
 
+/* collieCommSplit's color for a rank that joins no new communicator. */
+#define COLLIE_SPLIT_NOCOLOR -1
+
 /* Version as MAJOR*10000 + MINOR*100 + PATCH. */
 COLLIE_API collieResult_t collieGetVersion(int* version);
 
@@ -99,6 +102,14 @@ COLLIE_API collieResult_t collieCommDestroy(collieComm_t comm);
 /* Unblocks every pending operation of this communicator (they fail), tells the peers, frees it.
  */
 COLLIE_API collieResult_t collieCommAbort(collieComm_t comm);
+
+struct collieConfig_v100;
+/* Collective over comm: the ranks that pass one color (>= 0) make a new communicator, ranked by
+ * key (ties by their rank in comm); COLLIE_SPLIT_NOCOLOR makes none (*newcomm is NULL). The new
+ * communicator talks over comm's connections (no store, no new socket or segment) and lives on
+ * after comm is destroyed. config: its settings (NULL: comm's). */
+COLLIE_API collieResult_t collieCommSplit(collieComm_t comm, int color, int key,
+                                          collieComm_t* newcomm, struct collieConfig_v100* config);
 
 COLLIE_API collieResult_t collieCommCount(const collieComm_t comm, int* count);
 COLLIE_API collieResult_t collieCommUserRank(const collieComm_t comm, int* rank);

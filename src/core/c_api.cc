@@ -42,16 +42,18 @@ Status initWith(collieComm_t* out, StatusOr<BootstrapInfo> info) {
   if (!info.isOk()) return info.status();
   auto c = CommImpl::create(info.take());
   if (!c.isOk()) return c.status();
-  auto* comm = new collieComm{c.take()};
-  {
-    std::lock_guard<std::mutex> l(gLiveMu);
-    gLive.insert(comm);
-  }
-  *out = comm;
+  *out = adoptComm(c.take());
   return Status::ok();
 }
 
 }  // namespace
+
+collieComm_t adoptComm(std::unique_ptr<CommImpl> impl) {
+  auto* comm = new collieComm{std::move(impl)};
+  std::lock_guard<std::mutex> l(gLiveMu);
+  gLive.insert(comm);
+  return comm;
+}
 
 Status checkComm(const collieComm* comm) {
   if (comm == nullptr) return invalidArgument("comm is NULL");

@@ -26,6 +26,9 @@ Status CommImpl::init(BootstrapInfo info) {
   nranks_ = info.nranks;
   pairSeq_ = PairSequences(nranks_);
   how_ = info.how;
+  commId_ = info.auth.commId;
+  family_ = std::make_shared<Family>();
+  family_->members.fetch_add(1);
   logSetRank(rank_);
   COLLIE_RETURN_IF_ERROR(configure().withContext(initWhere(info)));
   initDeadline_ = Deadline::afterMs(cfg_.connectMs);
@@ -36,7 +39,7 @@ Status CommImpl::init(BootstrapInfo info) {
   if (s.isOk()) s = setUpTuning();
   if (s.isOk()) s = prepareAlgorithms();
   if (s.isOk()) s = startProgress();
-  if (!s.isOk()) abandonRendezvous(&rv_, rank_, nranks_, initDeadline_);
+  if (!s.isOk()) abandonRendezvous(&family_->rv, rank_, nranks_, initDeadline_);
   return s.withContext(where);
 }
 
@@ -54,8 +57,10 @@ Status CommImpl::meet(BootstrapInfo* info) {
   mine.machine = machineId();
   mine.host = hostId(mine.machine);
   COLLIE_RETURN_IF_ERROR(
-      rendezvous(info, mine, cfg_.connectMs, cfg_.timeoutMs, initDeadline_, &rv_));
-  layout_ = layoutOf(rv_.records, rank_);
+      rendezvous(info, mine, cfg_.connectMs, cfg_.timeoutMs, initDeadline_, &family_->rv));
+  records_ = family_->rv.records;
+  layout_ = layoutOf(records_, rank_);
+  for (int r = 0; r < nranks_; ++r) familyRank_.push_back(r);
   return Status::ok();
 }
 
@@ -73,17 +78,26 @@ Status CommImpl::connect(const BootstrapInfo& info) {
     COLLIE_ASSIGN_OR_RETURN(tc.tcpLocal, pickLocalAddress(&info.storeAddr));
   }
   COLLIE_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Transport>> transports, makeTransports(tc));
-  StoreExchange exchange(rv_.store.get(), rank_);
+  StoreExchange exchange(family_->rv.store.get(), rank_);
   COLLIE_ASSIGN_OR_RETURN(
-      mesh_, TransportMesh::connect(std::move(transports), layout_.places, rank_, &exchange,
-                                    cfg_.transports.restriction, initDeadline_));
-  for (int p = 0; p < nranks_; ++p)
-    if (p != rank_)
-      COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, mesh_->via(p));
-  COLLIE_RETURN_IF_ERROR(leaveRendezvous(&rv_, rank_, nranks_, initDeadline_));
-  const std::vector<Connection*> live = mesh_->live();
-  failure_->attach(std::vector<AbortLink*>(live.begin(), live.end()));
+      family_->mesh, TransportMesh::connect(std::move(transports), layout_.places, rank_,
+                                            &exchange, cfg_.transports.restriction, initDeadline_));
+  TransportMesh& mesh = *family_->mesh;
+  for (int p = 0; p < nranks_; ++p) {
+    family_->wire.emplace_back(new std::mutex());
+    conns_.push_back(mesh.connections()[p]);
+    if (p != rank_) COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, mesh.via(p));
+  }
+  COLLIE_RETURN_IF_ERROR(leaveRendezvous(&family_->rv, rank_, nranks_, initDeadline_));
+  attachConnections();
   return Status::ok();
+}
+
+void CommImpl::attachConnections() {
+  std::vector<AbortLink*> live;
+  for (Connection* c : conns_)
+    if (c != nullptr) live.push_back(c);
+  failure_->attach(std::move(live));
 }
 
 Status CommImpl::setUpWaits() {
@@ -94,24 +108,28 @@ Status CommImpl::setUpWaits() {
   COLLIE_INFO(kLogInit, "rank %d: %d ranks on this machine, %d on this host, %u cores: %s", rank_,
               layout_.machineRanks, layout_.localRanks, cores,
               oversubscribed_ ? "waits yield the core" : "waits spin");
-  poller_.reset(
-      new Poller(mesh_->live(), cfg_.spinUs, &aborting_, mesh_->doorbell(), oversubscribed_));
+  std::vector<Connection*> live;
+  for (Connection* c : conns_)
+    if (c != nullptr) live.push_back(c);
+  poller_.reset(new Poller(std::move(live), cfg_.spinUs, &aborting_, family_->mesh->doorbell(),
+                           oversubscribed_, shared_));
   return Status::ok();
 }
 
 Status CommImpl::setUpTuning() {
   COLLIE_ASSIGN_OR_RETURN(TransportLinks links, parseTransportLinks(cfg_.tunerLinks));
   LinkSetup s;
-  s.network = mesh_->uses("tcp") || mesh_->uses("ucx");
+  const TransportMesh& mesh = *family_->mesh;
+  s.network = mesh.uses("tcp") || mesh.uses("ucx");
   s.alone = layout_.localRanks < 2;
   s.probe = cfg_.probeLinks;
-  s.shm = mesh_->uses("shm");
+  s.shm = mesh.uses("shm");
   s.nranks = nranks_;
   // The tuner's model: the slowest transport in use (see tuner.h).
-  link_ = linkModelFor(links, mesh_->uses("tcp"), mesh_->uses("ucx"));
+  link_ = linkModelFor(links, mesh.uses("tcp"), mesh.uses("ucx"));
   localLink_ = s.shm ? links.shm : link_;
   COLLIE_INFO(kLogInit, "rank %d of %d connected (%s%s)", rank_, nranks_, how_.c_str(),
-              mesh_->uses("ucx") ? ", ucx to some peers" : "");
+              mesh.uses("ucx") ? ", ucx to some peers" : "");
   // Large enough that the rate, not the latency, sets its time on a fast link.
   constexpr size_t kProbeBytes = 512 << 10;
   auto measure = [this] {
@@ -138,17 +156,26 @@ Status CommImpl::prepareAlgorithms() {
 Status CommImpl::startProgress() {
   bool oneHost = true;
   std::vector<std::string> hosts;
-  for (const RankRecord& r : rv_.records) {
+  for (const RankRecord& r : records_) {
     hosts.push_back(r.host);
-    oneHost &= r.host == rv_.records[0].host;
+    oneHost &= r.host == records_[0].host;
   }
-  device_.reset(
-      new DevicePath(rank_, nranks_, cfg_.timeoutMs, oneHost, rv_.store.get(), deviceHooks()));
+  Store* store = store_ ? store_.get() : family_->rv.store.get();
+  device_.reset(new DevicePath(rank_, nranks_, cfg_.timeoutMs, oneHost, store, deviceHooks()));
   COLLIE_RETURN_IF_ERROR(device_->setUpBackend(cfg_.backend, hosts, initDeadline_));
   ProgressHooks hooks;
-  hooks.started = [this] { mesh_->threadStarted(); };
-  hooks.idle = [this] { mesh_->threadIdle(); };
-  hooks.stopping = [this] { mesh_->threadStopping(); };
+  // The transports' thread hooks (shm's alive mark) are the first communicator's: a child's
+  // progress thread leaves them alone.
+  TransportMesh* mesh = store_ ? nullptr : family_->mesh.get();
+  hooks.started = [mesh] {
+    if (mesh) mesh->threadStarted();
+  };
+  hooks.idle = [mesh] {
+    if (mesh) mesh->threadIdle();
+  };
+  hooks.stopping = [mesh] {
+    if (mesh) mesh->threadStopping();
+  };
   hooks.advance = [this] { return advanceP2P(); };
   hooks.abandon = [this] { abandonP2P(); };
   progress_.start(
@@ -176,17 +203,23 @@ DeviceHooks CommImpl::deviceHooks() {
 CommImpl::~CommImpl() {
   progress_.stop();  // queued device ops finish before the device path goes
   device_.reset();
-  if (mesh_) mesh_->linger(Deadline::afterMs(1000));
-  mesh_.reset();
-  rv_.store.reset();
-  if (rv_.server) rv_.server->stop();
+  links_.clear();  // a child's lanes close; the family's connections stay for the others
+  store_.reset();
+  if (family_) family_->members.fetch_sub(1);
+}
+
+Family::~Family() {
+  if (mesh) mesh->linger(Deadline::afterMs(1000));
+  mesh.reset();
+  rv.store.reset();
+  if (rv.server) rv.server->stop();
 }
 
 AlgoContext CommImpl::context(const CollArgs& args) {
   AlgoContext ctx;
   ctx.rank = rank_;
   ctx.nranks = nranks_;
-  ctx.conns = mesh_->connections();
+  ctx.conns = conns_.data();
   ctx.poller = poller_.get();
   ctx.deadline = Deadline::afterMs(cfg_.timeoutMs);
   ctx.seq = ++seq_;

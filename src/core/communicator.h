@@ -17,6 +17,7 @@
 #include "src/core/comm_config.h"
 #include "src/core/device/device_path.h"
 #include "src/core/failure.h"
+#include "src/core/family.h"
 #include "src/core/p2p.h"
 #include "src/core/progress.h"
 #include "src/core/tuning/online_tuner.h"
@@ -69,6 +70,14 @@ class CommImpl {
   // Fails the communicator with s where it has not failed yet (what a group's error does).
   Status failWith(const Status& s) { return failure_->failed() ? s : fail(s); }
 
+  // Collective over this communicator (communicator_split.cc): the ranks that pass one color
+  // make a communicator, ranked by key (ties by rank here); kNoColor makes none (*child null).
+  // The child talks on lanes of this communicator's connections: no store, no new socket or
+  // segment. cfg: the child's settings (null: this communicator's).
+  static constexpr int kNoColor = -1;
+  Status split(int color, int key, const CommConfig* cfg, std::unique_ptr<CommImpl>* child);
+  const CommConfig& config() const { return cfg_; }
+
  private:
   CommImpl() = default;
   // init's phases, in order; each fails with what went wrong, init adds where.
@@ -80,6 +89,13 @@ class CommImpl {
   Status setUpTuning();
   Status prepareAlgorithms();
   Status startProgress();
+  // A split child's init, from what its parent agreed (communicator_split.cc).
+  struct ChildPlan;
+  Status initChild(CommImpl* parent, ChildPlan& plan);
+  // Puts this communicator's connections behind their locks (SharedLink), once they are shared.
+  void shareConnections();
+  Status agreeOnSplit(int color, int key, bool ready, std::vector<int32_t>* all);
+  void attachConnections();
 
   Status execute(const CollArgs& args, DeviceOp* device = nullptr);  // caller holds execMu_
   Status executeHost(const CollArgs& args);                          // caller holds execMu_
@@ -106,8 +122,17 @@ class CommImpl {
   CommConfig cfg_;
   HostLayout layout_;
   bool oversubscribed_ = false;
-  Rendezvous rv_;
-  std::unique_ptr<TransportMesh> mesh_;
+  std::shared_ptr<Family> family_;
+  uint64_t commId_ = 0;
+  std::vector<int> familyRank_;  // by rank: the rank of the family's connection to it
+  std::vector<RankRecord> records_;  // by rank
+  // By rank (this rank's null): what the algorithms use, the family's connections, or links
+  // to them (SharedLink) once they are shared. links_ owns the links.
+  std::vector<Connection*> conns_;
+  std::vector<std::unique_ptr<Connection>> links_;
+  bool shared_ = false;
+  uint32_t splits_ = 0;        // guarded by execMu_
+  std::unique_ptr<Store> store_;  // a child's names in the family's store
   std::vector<std::unique_ptr<Algorithm>> algos_;
   Algorithm* forced_ = nullptr;  // COLLIE_ALGO or setAlgorithm; guarded by execMu_
   // The last pick and what it was for: a loop calling one collective again skips the cost

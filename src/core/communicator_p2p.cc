@@ -18,7 +18,7 @@ Status CommImpl::p2pFail(const Status& s) {
 }
 
 Status CommImpl::postOne(const P2PCall& c, Request* req) {
-  Connection* conn = mesh_->connections()[c.peer];
+  Connection* conn = conns_[static_cast<size_t>(c.peer)];
   const uint64_t seq = c.send ? pairSeq_.nextSend(c.peer, c.tag) : pairSeq_.nextRecv(c.peer, c.tag);
   const FrameTag tag = p2pFrameTag(c, seq);
   Status st =
@@ -69,7 +69,7 @@ Status CommImpl::recvAny(const P2PCall& call, int* peer) {
   std::unique_lock<std::mutex> l = lock();
   if (failure_->failed()) return failure_->failedError();
   const Deadline deadline = Deadline::afterMs(cfg_.timeoutMs);
-  Connection* const* conns = mesh_->connections();
+  Connection* const* conns = conns_.data();
   const uint64_t spinUntil = nowNs() + 200 * 1000;
   // Each look begins one peer further on, so that no sender is starved.
   for (int start = rank_ + 1;; ++start) {

@@ -16,55 +16,57 @@ constexpr size_t kLendBytes = 64 << 10;
 
 }  // namespace
 
-Status ShmConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+Status ShmConnection::sendOn(Lane* lane, const void* buf, size_t bytes, const FrameTag& tag,
+                             Request* req) {
   if (isP2PFrame(tag.coll) && failure().isOk()) {
     if (bytes <= kMailPayload &&
-        mail_->post(encodeFrame(commId(), p2pStripeTag(tag, 1, 0), bytes), buf)) {
+        mail_->post(encodeFrame(lane->commId, p2pStripeTag(tag, 1, 0), bytes), buf)) {
       req->start(bytes, tag, true, peer());
       req->done = true;
       return Status::ok();
     }
-    if (bytes >= kLendBytes && lend(buf, bytes, tag, req)) return Status::ok();
+    if (bytes >= kLendBytes && lend(lane->commId, buf, bytes, tag, req)) return Status::ok();
   }
-  return StreamConnection::isend(buf, bytes, tag, req);
+  return streamSend(lane, buf, bytes, tag, req);
 }
 
-bool ShmConnection::lend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+bool ShmConnection::lend(uint64_t commId, const void* buf, size_t bytes, const FrameTag& tag,
+                         Request* req) {
   if (!peerReads_ || memory_ == nullptr) return false;
   RendezvousBody b{reinterpret_cast<uint64_t>(buf), 0};
   memcpy(&b.head, buf, std::min(bytes, sizeof(b.head)));
   const FrameTag t = p2pStripeTag(tag, kP2PRendezvous, 0);
-  if (!mail_->post(encodeFrame(commId(), t, sizeof(b)), &b)) return false;
+  if (!mail_->post(encodeFrame(commId, t, sizeof(b)), &b)) return false;
   req->start(bytes, tag, true, peer());
   req->partsLeft = 1;
-  lent_.push_back(Lent{tag, buf, bytes, req});
+  lent_.push_back(Lent{commId, tag, buf, bytes, req});
   return true;
 }
 
-Status ShmConnection::pull(const RendezvousBody& b, char* dst, size_t bytes, uint32_t tag,
-                           uint64_t seq, bool* pulled) {
+Status ShmConnection::pull(uint64_t commId, const RendezvousBody& b, char* dst, size_t bytes,
+                           uint32_t tag, uint64_t seq, bool* pulled) {
   const void* at = reinterpret_cast<const void*>(static_cast<uintptr_t>(b.address));
   // Once one read worked, the peer's memory is known to be reachable: no probe per message.
   if (memory_ == nullptr ||
       (!readsPeer_ && !memory_->reachable(at, &b.head, std::min(bytes, sizeof(b.head))))) {
     *pulled = false;
-    tell(kP2PRefused, tag, seq);
+    tell(kP2PRefused, commId, tag, seq);
     return Status::ok();
   }
   COLLIE_RETURN_IF_ERROR(memory_->read(at, dst, bytes, "a point-to-point receive"));
   readsPeer_ = true;
   *pulled = true;
-  tell(kP2PFinished, tag, seq);
+  tell(kP2PFinished, commId, tag, seq);
   return Status::ok();
 }
 
-void ShmConnection::tell(uint8_t what, uint32_t tag, uint64_t seq) {
+void ShmConnection::tell(uint8_t what, uint64_t commId, uint32_t tag, uint64_t seq) {
   FrameTag t;
   t.seq = seq;
   t.tag = tag;
   t.coll = kP2PColl;
   t.algo = what;
-  const FrameHeader h = encodeFrame(commId(), t, 0);
+  const FrameHeader h = encodeFrame(commId, t, 0);
   if (!told_.empty() || !mail_->post(h, nullptr)) told_.push_back(h);
 }
 
@@ -73,8 +75,10 @@ void ShmConnection::flushTold() {
 }
 
 Status ShmConnection::answer(const FrameHeader& h) {
-  auto it = std::find_if(lent_.begin(), lent_.end(),
-                         [&](const Lent& l) { return l.tag.tag == h.tag && l.tag.seq == h.seq; });
+  auto it = std::find_if(lent_.begin(), lent_.end(), [&](const Lent& l) {
+    return l.commId == h.commId && l.tag.tag == h.tag && l.tag.seq == h.seq;
+  });
+  if (it == lent_.end() && laneFor(h.commId) == nullptr) return Status::ok();  // a closed lane's
   if (it == lent_.end()) return deliverP2P(FrameHeader{}, nullptr);  // garbled: fails
   const Lent l = *it;
   lent_.erase(it);
@@ -84,7 +88,8 @@ Status ShmConnection::answer(const FrameHeader& h) {
     return Status::ok();
   }
   peerReads_ = false;  // refused: this and every later message goes as data
-  return StreamConnection::isend(l.buf, l.bytes, l.tag, l.req);
+  Lane* lane = laneFor(l.commId);
+  return lane != nullptr ? streamSend(lane, l.buf, l.bytes, l.tag, l.req) : Status::ok();
 }
 
 Status ShmConnection::drainSideChannel(bool* progressed) {

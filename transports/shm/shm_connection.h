@@ -24,34 +24,36 @@ class ShmConnection : public StreamConnection {
         memory_(std::move(memory)),
         mail_(std::move(mail)),
         peerReads_(lend) {
-    setP2PPull([this](const RendezvousBody& b, char* dst, size_t bytes, uint32_t tag, uint64_t seq,
-                      bool* pulled) { return pull(b, dst, bytes, tag, seq, pulled); });
+    setP2PPull([this](uint64_t comm, const RendezvousBody& b, char* dst, size_t bytes, uint32_t tag,
+                      uint64_t seq, bool* pulled) { return pull(comm, b, dst, bytes, tag, seq, pulled); });
   }
   ShmSlots* shmSlots() override { return slots_.get(); }
   PeerMemory* peerMemory() override { return memory_.get(); }
   // Small point-to-point messages go through the mailbox while it has room; large ones are
   // read by the receiver straight out of this rank's buffer (a rendezvous), where it can.
-  Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
   Status progress(bool* progressed) override;
   bool hasPending() const override;
   Word listenAfterFailure() override;
 
  protected:
   Status drainSideChannel(bool* progressed) override;
+  Status sendOn(Lane* lane, const void* buf, size_t bytes, const FrameTag& tag,
+                Request* req) override;
 
  private:
   // A send waiting for its receiver to read it (rendezvous).
   struct Lent {
+    uint64_t commId;
     FrameTag tag;
     const void* buf;
     size_t bytes;
     Request* req;
   };
-  bool lend(const void* buf, size_t bytes, const FrameTag& tag, Request* req);
-  Status pull(const RendezvousBody& b, char* dst, size_t bytes, uint32_t tag, uint64_t seq,
-              bool* pulled);
+  bool lend(uint64_t commId, const void* buf, size_t bytes, const FrameTag& tag, Request* req);
+  Status pull(uint64_t commId, const RendezvousBody& b, char* dst, size_t bytes, uint32_t tag,
+              uint64_t seq, bool* pulled);
   Status answer(const FrameHeader& h);  // a receiver's kP2PFinished or kP2PRefused
-  void tell(uint8_t what, uint32_t tag, uint64_t seq);
+  void tell(uint8_t what, uint64_t commId, uint32_t tag, uint64_t seq);
   void flushTold();
 
   std::shared_ptr<ShmSlots> slots_;

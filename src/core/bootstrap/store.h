@@ -95,6 +95,8 @@ class TcpStore : public Store {
   // How long a request without a deadline of its own (set, add, one look of wait) may take
   // before the store counts as lost: the communicator's deadline (COLLIE_TIMEOUT_MS).
   void setRequestTimeoutMs(int64_t ms) { requestMs_ = ms; }
+  // Requests sent by every TcpStore of this process so far (what tests count).
+  static uint64_t requestsSent();
 
  private:
   TcpStore() = default;

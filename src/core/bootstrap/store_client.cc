@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -72,9 +73,16 @@ StatusOr<std::unique_ptr<TcpStore>> TcpStore::connectAny(const std::vector<SockA
   }
 }
 
+namespace {
+std::atomic<uint64_t> gRequests{0};
+}  // namespace
+
+uint64_t TcpStore::requestsSent() { return gRequests.load(std::memory_order_relaxed); }
+
 StatusOr<std::string> TcpStore::call(uint8_t cmd, const std::string& key, const std::string& value,
                                      int64_t arg, const Deadline& deadline, uint8_t* replyCode) {
   std::lock_guard<std::mutex> l(mu_);
+  gRequests.fetch_add(1, std::memory_order_relaxed);
   if (fd_ < 0) return remoteError("store connection is closed after an earlier error");
   wire::ReqHdr h{wire::kReqMagic,
                  cmd,
