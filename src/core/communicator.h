@@ -19,6 +19,7 @@
 #include "src/core/failure.h"
 #include "src/core/p2p.h"
 #include "src/core/progress.h"
+#include "src/core/red_ops.h"
 #include "src/core/tuning/online_tuner.h"
 #include "transports/registry.h"
 
@@ -68,6 +69,9 @@ class CommImpl {
   Status recvAny(const P2PCall& call, int* peer);
   // Fails the communicator with s where it has not failed yet (what a group's error does).
   Status failWith(const Status& s) { return failure_->failed() ? s : fail(s); }
+
+  // The ops this communicator made (collieRedOpCreatePreMulSum); calls hold theirs until run.
+  RedOpTable& redOps() { return redOps_; }
 
  private:
   CommImpl() = default;
@@ -134,6 +138,11 @@ class CommImpl {
   std::atomic<size_t> inFlightCount_{0};
   std::string how_;        // how the ranks found each other, for messages
   Deadline initDeadline_;  // of every wait of init
+
+  // A call with a created op (communicator_redop.cc): the input scaled, then a sum.
+  Status executePreMulSum(const CollArgs& args, DeviceOp* device);  // caller holds execMu_
+  RedOpTable redOps_;
+  std::vector<char> preMulInput_;  // the scaled input of such a call; guarded by execMu_
 
   std::mutex execMu_;  // held by whichever thread runs a schedule
   std::atomic<bool> aborting_{false};
