@@ -291,6 +291,7 @@ uint8_t doubleToFp8(double v, int mbits, int bias, int maxCode) {
   // In units of the format's step at v's binade (the subnormal step below the normal range),
   // nearbyint rounds to nearest even; past the largest finite value it saturates, as NCCL does.
   const double a = std::fabs(v);
+  if (a == 0) return sign;
   int e = 0;
   std::frexp(a, &e);
   const int binade = std::max(e - 1, 1 - bias);

@@ -173,7 +173,9 @@ TEST(Fp8Reduce, ConversionsRoundTripEveryPattern) {
     } else {
       EXPECT_EQ(fp8e5m2ToFloat(b), d5) << hex(i);
       // Infinities saturate; every finite pattern comes back as itself.
-      if (!std::isinf(d5)) EXPECT_EQ(floatToFp8e5m2(fp8e5m2ToFloat(b)), b) << hex(i);
+      if (!std::isinf(d5)) {
+        EXPECT_EQ(floatToFp8e5m2(fp8e5m2ToFloat(b)), b) << hex(i);
+      }
     }
   }
 }
