@@ -23,6 +23,8 @@ const TypeInfo kTypes[kNumTypes] = {
     {collieFloat32, "float", 4, true, true, 16777216.0, 60, 0x1p-24},
     {collieFloat64, "double", 8, true, true, kTwo53, 60, 0x1p-53},
     {collieBfloat16, "bfloat16", 2, true, true, 256.0, 60, 0x1p-8},
+    {collieFloat8e4m3, "f8e4m3", 1, true, true, 16.0, 8, 0x1p-4},
+    {collieFloat8e5m2, "f8e5m2", 1, true, true, 8.0, 15, 0x1p-3},
 };
 
 const char* const kOpNames[kNumOps] = {"sum", "prod", "max", "min", "avg"};
@@ -101,6 +103,14 @@ struct Bf16Codec {
   static double get(const uint16_t* p) { return bf16ToDouble(*p); }
 };
 
+// The 8-bit floats: kMbits mantissa bits, exponent bias kBias, largest finite code kMax.
+template <int kMbits, int kBias, int kMax>
+struct Fp8Codec {
+  using Store = uint8_t;
+  static void put(uint8_t* p, double v) { *p = doubleToFp8(v, kMbits, kBias, kMax); }
+  static double get(const uint8_t* p) { return fp8ToDouble(*p, kMbits, kBias, kMax); }
+};
+
 // Calls f with the codec of dtype, so the element loops are compiled once per type.
 template <typename F>
 void withCodec(collieDataType_t dtype, F&& f) {
@@ -125,6 +135,10 @@ void withCodec(collieDataType_t dtype, F&& f) {
       return f(NativeCodec<double>{});
     case collieBfloat16:
       return f(Bf16Codec{});
+    case collieFloat8e4m3:
+      return f(Fp8Codec<3, 7, 0x7e>{});
+    case collieFloat8e5m2:
+      return f(Fp8Codec<2, 15, 0x7b>{});
     default:
       return;
   }
@@ -269,6 +283,37 @@ double bf16ToDouble(uint16_t b) {
   float f;
   std::memcpy(&f, &x, sizeof(f));
   return f;
+}
+
+uint8_t doubleToFp8(double v, int mbits, int bias, int maxCode) {
+  const uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  if (std::isnan(v)) return sign | (mbits == 3 ? 0x7f : 0x7e);
+  // In units of the format's step at v's binade (the subnormal step below the normal range),
+  // nearbyint rounds to nearest even; past the largest finite value it saturates, as NCCL does.
+  const double a = std::fabs(v);
+  if (a == 0) return sign;
+  int e = 0;
+  std::frexp(a, &e);
+  const int binade = std::max(e - 1, 1 - bias);
+  const double steps = std::isinf(a) ? 1e300 : std::nearbyint(std::ldexp(a, mbits - binade));
+  // steps counts units of 2^(binade - mbits), the implicit bit included for normal values: added
+  // to the binade's base it is the code, subnormal (base 0) or with a carry to the next binade.
+  const double code = (binade + bias - 1) * std::ldexp(1, mbits) + steps;
+  return sign | static_cast<uint8_t>(std::min(code, static_cast<double>(maxCode)));
+}
+
+double fp8ToDouble(uint8_t b, int mbits, int bias, int maxCode) {
+  const int mag = b & 0x7f;
+  double magnitude;
+  if (mag > maxCode) {
+    magnitude = (mbits == 2 && mag == 0x7c) ? INFINITY : NAN;
+  } else {
+    const int exponent = mag >> mbits;
+    const int frac = mag & ((1 << mbits) - 1);
+    magnitude = exponent == 0 ? std::ldexp(frac, 1 - bias - mbits)
+                              : std::ldexp(frac | (1 << mbits), exponent - bias - mbits);
+  }
+  return (b & 0x80) ? -magnitude : magnitude;
 }
 
 }  // namespace collie::perf

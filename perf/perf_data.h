@@ -55,6 +55,10 @@ int64_t countWrongCopy(const void* buf, size_t count, collieDataType_t dtype, co
 // IEEE binary16 and bfloat16 host conversions (round to nearest even).
 uint16_t floatToHalf(float f);
 double halfToDouble(uint16_t h);
+// 8-bit floats with mbits mantissa bits, exponent bias and largest finite code maxCode
+// (e4m3: 3, 7, 0x7e; e5m2: 2, 15, 0x7b): rounding to nearest even, saturating.
+uint8_t doubleToFp8(double v, int mbits, int bias, int maxCode);
+double fp8ToDouble(uint8_t b, int mbits, int bias, int maxCode);
 uint16_t floatToBf16(float f);
 double bf16ToDouble(uint16_t b);
 

@@ -144,7 +144,8 @@ bool nameOrAll(const char* arg, int (*find)(const char*), int* field) {
 bool datatypeFlag(const char* arg, Options* o, std::string* error) {
   if (nameOrAll(arg, findDatatype, &o->datatype)) return true;
   *error = std::string("invalid datatype '") + arg +
-           "' (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, all)";
+           "' (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, "
+           "f8e5m2, all)";
   return false;
 }
 
@@ -314,7 +315,8 @@ void printUsage(FILE* out) {
           "\t[-w,--warmup_iters <warmup iteration count>] (default 1)\n"
           "\t[-c,--check <check iteration count>] (default 1; 0 disables)\n"
           "\t[-o,--op <sum/prod/max/min/avg/all>] (default sum)\n"
-          "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/all>]"
+          "\t[-d,--datatype "
+          "<int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/f8e4m3/f8e5m2/all>]"
           " (default float)\n"
           "\t[-r,--root <root>] (broadcast, reduce, gather and scatter; default 0)\n"
           "\t[-z,--blocking <0/1/2/3> 1=barrier after each iteration, 2=no barrier, 3=barrier "

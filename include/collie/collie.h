@@ -65,7 +65,13 @@ typedef enum {
   collieFloat64 = 8,
   collieDouble = 8,
   collieBfloat16 = 9,
-  collieNumTypes = 10
+  /* 8-bit floats as NCCL numbers them: e4m3 is the "fn" variant (no infinities, largest
+   * finite 448, NaN 0x7f/0xff), e5m2 is IEEE-like (infinities, largest finite 57344).
+   * Reductions compute in float and round to nearest even, saturating to the largest finite
+   * value (an infinity in becomes it too); NaN stays NaN. */
+  collieFloat8e4m3 = 10,
+  collieFloat8e5m2 = 11,
+  collieNumTypes = 12
 } collieDataType_t;
 
 typedef enum {
@@ -74,7 +80,10 @@ typedef enum {
   collieMax = 2,
   collieMin = 3,
   collieAvg = 4,
-  collieNumOps = 5
+  /* The built-in ops' count, and the least value of an op made by collieRedOpCreatePreMulSum. */
+  collieNumOps = 5,
+  /* The largest value an op may take: keeps the enum int-sized and every created op in range. */
+  collieMaxRedOp = 0x7fffffff
 } collieRedOp_t;
 
 /* collieCommSplit's color for a rank that joins no new communicator. */
@@ -195,9 +204,8 @@ COLLIE_API collieResult_t collieRecv(void* recvbuff, size_t count, collieDataTyp
 COLLIE_API collieResult_t collieSendTagged(const void* sendbuff, size_t count,
                                            collieDataType_t datatype, int peer, int tag,
                                            collieComm_t comm, void* stream);
-COLLIE_API collieResult_t collieRecvTagged(void* recvbuff, size_t count,
-                                           collieDataType_t datatype, int peer, int tag,
-                                           collieComm_t comm, void* stream);
+COLLIE_API collieResult_t collieRecvTagged(void* recvbuff, size_t count, collieDataType_t datatype,
+                                           int peer, int tag, collieComm_t comm, void* stream);
 /* Takes the first message with this tag from any peer and reports its rank in *peer. Blocking;
  * not allowed inside a group. */
 COLLIE_API collieResult_t collieRecvAny(void* recvbuff, size_t count, collieDataType_t datatype,
@@ -226,6 +234,27 @@ COLLIE_API const char* collieGetErrorString(collieResult_t result);
 /* The message of the last error on this communicator (op, local rank, peer rank, what to do);
  * with comm == NULL, the last error of this thread outside any communicator (e.g. init). */
 COLLIE_API const char* collieGetLastError(collieComm_t comm);
+
+/* Where the scalar of a created reduction op lives, as NCCL numbers them. */
+typedef enum {
+  /* In device memory: read at each call that uses the op (builds with CUDA only). */
+  collieScalarDevice = 0,
+  /* In host memory: its value is copied before collieRedOpCreatePreMulSum returns. */
+  collieScalarHostImmediate = 1
+} collieScalarResidence_t;
+
+/* Creates an op that multiplies each rank's input by *scalar (of datatype) before summing:
+ * the result is sum over ranks of scalar * input. The op belongs to comm and to datatype: it
+ * works with AllReduce, Reduce and ReduceScatter on comm with that datatype only. Op values
+ * start at collieNumOps and are unique in the process, so one given to another communicator
+ * is refused. Host buffers only so far. */
+COLLIE_API collieResult_t collieRedOpCreatePreMulSum(collieRedOp_t* op, void* scalar,
+                                                     collieDataType_t datatype,
+                                                     collieScalarResidence_t residence,
+                                                     collieComm_t comm);
+/* Frees an op made by collieRedOpCreatePreMulSum on comm. Calls that were given the op and
+ * have returned (a group's or an asynchronous call's included) still run with it. */
+COLLIE_API collieResult_t collieRedOpDestroy(collieRedOp_t op, collieComm_t comm);
 
 #ifdef __cplusplus
 }

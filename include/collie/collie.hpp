@@ -22,6 +22,13 @@ struct Half {
 struct Bfloat16 {
   uint16_t bits;
 };
+// 8-bit float types as raw bits (collieFloat8e4m3, collieFloat8e5m2).
+struct Float8e4m3 {
+  uint8_t bits;
+};
+struct Float8e5m2 {
+  uint8_t bits;
+};
 
 template <typename T>
 struct DataTypeOf;
@@ -40,6 +47,8 @@ COLLIE_DTYPE_OF(Half, collieFloat16)
 COLLIE_DTYPE_OF(float, collieFloat32)
 COLLIE_DTYPE_OF(double, collieFloat64)
 COLLIE_DTYPE_OF(Bfloat16, collieBfloat16)
+COLLIE_DTYPE_OF(Float8e4m3, collieFloat8e4m3)
+COLLIE_DTYPE_OF(Float8e5m2, collieFloat8e5m2)
 #undef COLLIE_DTYPE_OF
 
 // A contiguous run of elements, like std::span in C++20.
@@ -106,6 +115,30 @@ class Group {
 
  private:
   bool open_ = true;
+};
+
+// A reduction op a Communicator made (Communicator::createPreMulSum), destroyed with this
+// object; it converts to collieRedOp_t, so it goes wherever an op is taken. Move-only, and it
+// must not outlive its Communicator.
+class COLLIE_API RedOp {
+ public:
+  RedOp() = default;
+  ~RedOp();
+  RedOp(RedOp&& o) noexcept : comm_(o.comm_), op_(o.op_) { o.comm_ = nullptr; }
+  RedOp& operator=(RedOp&& o) noexcept;
+  RedOp(const RedOp&) = delete;
+  RedOp& operator=(const RedOp&) = delete;
+
+  bool valid() const { return comm_ != nullptr; }
+  collieRedOp_t handle() const { return op_; }
+  operator collieRedOp_t() const { return op_; }  // NOLINT: implicit by design
+  // Destroys the op now (collieRedOpDestroy); the object is then empty.
+  Result destroy();
+
+ private:
+  friend class Communicator;
+  collieComm_t comm_ = nullptr;
+  collieRedOp_t op_ = collieSum;
 };
 
 class COLLIE_API Communicator {
@@ -213,6 +246,15 @@ class COLLIE_API Communicator {
 
   // Makes pending operations fail, tells the peers and frees the communicator.
   Result abort();
+
+  // An op that multiplies each rank's input by scalar before the sum (PreMulSum, see
+  // collieRedOpCreatePreMulSum; the scalar's value is copied now). It works with allreduce,
+  // reduce and reduceScatter on this communicator, for T's dtype only.
+  template <typename T>
+  Result createPreMulSum(T scalar, RedOp* out) {
+    return createPreMulSum(&scalar, DataTypeOf<T>::value, out);
+  }
+  Result createPreMulSum(const void* scalar, collieDataType_t dtype, RedOp* out);
 
  private:
   static Result sizeMismatch();

@@ -83,11 +83,11 @@ struct Named {
   collieDataType_t dtype;
   const char* name;
 };
-const Named kTypes[] = {{collieInt8, "int8"},      {collieUint8, "uint8"},
-                        {collieInt32, "int32"},    {collieUint32, "uint32"},
-                        {collieInt64, "int64"},    {collieUint64, "uint64"},
-                        {collieFloat16, "half"},   {collieFloat32, "float"},
-                        {collieFloat64, "double"}, {collieBfloat16, "bfloat16"}};
+const Named kTypes[] = {
+    {collieInt8, "int8"},         {collieUint8, "uint8"},       {collieInt32, "int32"},
+    {collieUint32, "uint32"},     {collieInt64, "int64"},       {collieUint64, "uint64"},
+    {collieFloat16, "half"},      {collieFloat32, "float"},     {collieFloat64, "double"},
+    {collieBfloat16, "bfloat16"}, {collieFloat8e4m3, "f8e4m3"}, {collieFloat8e5m2, "f8e5m2"}};
 
 // Registered explicitly (not with static initialisers spread over files) so the order of the
 // table is the order here: references first, then every dtype's sum, then f32's other ops.

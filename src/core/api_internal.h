@@ -26,6 +26,12 @@ collieComm_t adoptComm(std::unique_ptr<CommImpl> impl);
 Status makeCollArgs(Collective coll, const void* send, void* recv, size_t count, int dtype, int op,
                     int root, int rank, int nranks, CollArgs* out);
 
+// makeCollArgs for a call on comm (a live communicator), where op may also be one of comm's
+// created ops (collieRedOpCreatePreMulSum): checked against comm, the dtype and the memory,
+// and held for the call until it runs (c_api_redop.cc).
+Status makeCollArgsOn(collieComm_t comm, Collective coll, const void* send, void* recv,
+                      size_t count, int dtype, int op, int root, CollArgs* out);
+
 // What a C API call returns for s: its code, with its message as comm's (or this thread's) last
 // error; reportException does so for the exception being handled.
 collieResult_t reportStatus(collieComm_t comm, const Status& s);

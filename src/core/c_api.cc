@@ -182,8 +182,8 @@ static collieResult_t runCollective(collie::Collective coll, const void* sendbuf
   return collie::apiCall(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     collie::CollArgs a;
-    COLLIE_RETURN_IF_ERROR(collie::makeCollArgs(coll, sendbuff, recvbuff, count, datatype, op, root,
-                                                comm->impl->rank(), comm->impl->size(), &a));
+    COLLIE_RETURN_IF_ERROR(
+        collie::makeCollArgsOn(comm, coll, sendbuff, recvbuff, count, datatype, op, root, &a));
     // Host memory ignores the stream and returns with the result; device memory is enqueued
     // on the stream and returns at once.
     if (a.memory == collie::MemoryKind::kCuda) return comm->impl->runDevice(a, stream);

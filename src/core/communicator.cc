@@ -235,6 +235,7 @@ AlgoContext CommImpl::context(const CollArgs& args) {
 }
 
 Status CommImpl::execute(const CollArgs& args, DeviceOp* device) {
+  if (isCreatedRedOp(args.op)) return executePreMulSum(args, device);
   if (args.memory == MemoryKind::kHost) {
     if (failure_->failed()) return failure_->failedError();
     return executeHost(args);

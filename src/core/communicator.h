@@ -20,6 +20,7 @@
 #include "src/core/family.h"
 #include "src/core/p2p.h"
 #include "src/core/progress.h"
+#include "src/core/red_ops.h"
 #include "src/core/tuning/online_tuner.h"
 #include "transports/registry.h"
 
@@ -77,6 +78,9 @@ class CommImpl {
   static constexpr int kNoColor = -1;
   Status split(int color, int key, const CommConfig* cfg, std::unique_ptr<CommImpl>* child);
   const CommConfig& config() const { return cfg_; }
+
+  // The ops this communicator made (collieRedOpCreatePreMulSum); calls hold theirs until run.
+  RedOpTable& redOps() { return redOps_; }
 
  private:
   CommImpl() = default;
@@ -159,6 +163,11 @@ class CommImpl {
   std::atomic<size_t> inFlightCount_{0};
   std::string how_;        // how the ranks found each other, for messages
   Deadline initDeadline_;  // of every wait of init
+
+  // A call with a created op (communicator_redop.cc): the input scaled, then a sum.
+  Status executePreMulSum(const CollArgs& args, DeviceOp* device);  // caller holds execMu_
+  RedOpTable redOps_;
+  std::vector<char> preMulInput_;  // the scaled input of such a call; guarded by execMu_
 
   std::mutex execMu_;  // held by whichever thread runs a schedule
   std::atomic<bool> aborting_{false};

@@ -82,8 +82,8 @@ Work Communicator::allreduceAsync(const void* send, void* recv, size_t count,
   Status s = checkComm(comm_);
   CollArgs a;
   if (s.isOk())
-    s = makeCollArgs(Collective::kAllReduce, send, recv, count, enumBits(dtype), enumBits(op), -1,
-                     commImpl(comm_)->rank(), commImpl(comm_)->size(), &a);
+    s = makeCollArgsOn(comm_, Collective::kAllReduce, send, recv, count, enumBits(dtype),
+                       enumBits(op), -1, &a);
   if (s.isOk() && a.memory != MemoryKind::kHost)
     s = invalidArgument(
         "allreduceAsync takes host buffers; device buffers go through "
@@ -257,6 +257,45 @@ Work Communicator::recvAsync(void* buf, size_t count, collieDataType_t dtype, in
 
 Result Communicator::recvAny(void* buf, size_t count, collieDataType_t dtype, int tag, int* peer) {
   return fromC(collieRecvAny(buf, count, dtype, tag, peer, comm_, nullptr), comm_);
+}
+
+}  // namespace collie
+
+namespace collie {
+
+RedOp::~RedOp() {
+  if (comm_ != nullptr) collieRedOpDestroy(op_, comm_);
+}
+
+RedOp& RedOp::operator=(RedOp&& o) noexcept {
+  if (this != &o) {
+    if (comm_ != nullptr) collieRedOpDestroy(op_, comm_);
+    comm_ = o.comm_;
+    op_ = o.op_;
+    o.comm_ = nullptr;
+  }
+  return *this;
+}
+
+Result RedOp::destroy() {
+  if (comm_ == nullptr) return Result(collieInvalidUsage, "destroy of an empty RedOp");
+  collieComm_t c = comm_;
+  comm_ = nullptr;
+  return fromC(collieRedOpDestroy(op_, c), c);
+}
+
+Result Communicator::createPreMulSum(const void* scalar, collieDataType_t dtype, RedOp* out) {
+  if (out == nullptr) return Result(collieInvalidArgument, "out is null");
+  collieRedOp_t op = collieSum;
+  Result r = fromC(collieRedOpCreatePreMulSum(&op, const_cast<void*>(scalar), dtype,
+                                              collieScalarHostImmediate, comm_),
+                   comm_);
+  if (r.ok()) {
+    *out = RedOp();
+    out->comm_ = comm_;
+    out->op_ = op;
+  }
+  return r;
 }
 
 }  // namespace collie

@@ -81,8 +81,10 @@ std::string runRank(int n, int r, const collieUniqueId& id, size_t count, bool i
   cudaMalloc(reinterpret_cast<void**>(&send), count * 8);
   cudaMalloc(reinterpret_cast<void**>(&recv), count * 8);
   std::string err;
+  // fp8 is left out: its inputs here would be integer bit patterns, and its coarse rounding
+  // makes the result depend on the order of the sum (fp8_reduce_test checks its kernels).
   for (int t = 0; err.empty() && t < collieNumTypes; ++t)
-    for (int o = 0; err.empty() && o < collieNumOps; ++o) {
+    for (int o = 0; err.empty() && o < collieNumOps && !isFp8Dtype(collieDataType_t(t)); ++o) {
       auto dtype = static_cast<collieDataType_t>(t);
       auto op = static_cast<collieRedOp_t>(o);
       const size_t bytes = count * dtypeSize(dtype);

@@ -7,6 +7,7 @@
 
 #include "src/base/dtype.h"
 #include "src/reduce/reduce.h"
+#include "tests/harness/fp8_ref.h"
 
 namespace collie {
 namespace testing {
@@ -24,10 +25,14 @@ double inputValue(collieDataType_t t, collieRedOp_t op, int r, size_t i, int n) 
       return (!isUnsigned(t) && (ur + i) % 3 == 0) ? -1 : 1;
     case collieMin:
     case collieMax: {
+      // fp8 holds every integer up to 8 exactly (e5m2 no further).
+      if (isFp8Dtype(t)) return static_cast<double>((ur * 37 + i * 11) % 17) - 8;
       double v = static_cast<double>((ur * 37 + i * 11) % 201);
       return isUnsigned(t) ? v : v - 100;
     }
     default: {  // sum, avg
+      // In fp8, -1, 0 and 1 keep every partial sum of up to 8 ranks exact.
+      if (isFp8Dtype(t)) return static_cast<double>((ur * 7 + i * 13) % 3) - 1;
       double v = static_cast<double>((ur * 7 + i * 13) % 9);
       if (!isUnsigned(t)) v -= 4;
       // Quarters are exact in half, float and double at these magnitudes; bfloat16 has too few
@@ -77,6 +82,8 @@ double loadAsDouble(const void* buf, collieDataType_t t, size_t i) {
     case collieFloat32: return loadRaw<float>(buf, i);
     case collieFloat64: return loadRaw<double>(buf, i);
     case collieBfloat16: return bf16ToFloat(loadRaw<uint16_t>(buf, i));
+    case collieFloat8e4m3: return fp8Decode(kE4m3Spec, loadRaw<uint8_t>(buf, i));
+    case collieFloat8e5m2: return fp8Decode(kE5m2Spec, loadRaw<uint8_t>(buf, i));
     default: return NAN;
   }
 }
@@ -93,6 +100,8 @@ void storeFromDouble(void* buf, collieDataType_t t, size_t i, double v) {
     case collieFloat32: storeRaw(buf, i, static_cast<float>(v)); break;
     case collieFloat64: storeRaw(buf, i, v); break;
     case collieBfloat16: storeRaw(buf, i, floatToBf16(static_cast<float>(v))); break;
+    case collieFloat8e4m3: storeRaw(buf, i, fp8Encode(kE4m3Spec, v)); break;
+    case collieFloat8e5m2: storeRaw(buf, i, fp8Encode(kE5m2Spec, v)); break;
     default: break;
   }
 }
@@ -112,6 +121,8 @@ static double tolerance(collieDataType_t t, collieRedOp_t op) {
   switch (t) {
     case collieFloat16: return 1e-3;
     case collieBfloat16: return 8e-3;
+    case collieFloat8e4m3: return 0x1p-4;  // half a unit in the last place
+    case collieFloat8e5m2: return 0x1p-3;
     case collieFloat32: return 1e-6;
     case collieFloat64: return 1e-12;
     default: return 0;

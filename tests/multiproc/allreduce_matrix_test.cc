@@ -54,7 +54,7 @@ TEST_P(AllReduceMatrix, EveryDtypeOpCountPlacementMatchesReference) {
   expectAllPassed(out);
   ASSERT_FALSE(out.empty());
   ASSERT_EQ(out[0].notes.size(), 1u);
-  EXPECT_EQ(out[0].notes[0], "cases " + std::to_string(5 * collieNumTypes * collieNumOps * 2));
+  EXPECT_EQ(out[0].notes[0], "cases " + std::to_string(5 * kMatrixDtypes * collieNumOps * 2));
 }
 
 INSTANTIATE_TEST_SUITE_P(

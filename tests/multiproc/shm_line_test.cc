@@ -47,7 +47,7 @@ void everyCaseOnEitherSide(int n) {
   ASSERT_FALSE(out.empty());
   ASSERT_EQ(out[0].notes.size(), 1u);
   EXPECT_EQ(out[0].notes[0],
-            "cases " + std::to_string(kCounts.size() * collieNumTypes * collieNumOps * 2));
+            "cases " + std::to_string(kCounts.size() * kMatrixDtypes * collieNumOps * 2));
 }
 
 TEST(ShmLine, EveryDtypeOpAndCountAroundTheLineIsExactOn2Ranks) { everyCaseOnEitherSide(2); }

@@ -90,7 +90,7 @@ TEST_P(ShmSingleCopy, EveryDtypeOpCountPlacementMatchesReference) {
     EXPECT_TRUE(said(o, "single-copy AllReduce from 1 bytes on")) << o.output;
   ASSERT_EQ(out[0].notes.size(), 1u);
   EXPECT_EQ(out[0].notes[0],
-            "cases " + std::to_string(counts.size() * collieNumTypes * collieNumOps * 2));
+            "cases " + std::to_string(counts.size() * kMatrixDtypes * collieNumOps * 2));
 }
 
 // Ranks in place beside ranks out of place: each rank reads the peers' inputs and writes their

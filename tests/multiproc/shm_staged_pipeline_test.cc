@@ -52,7 +52,7 @@ TEST_P(ShmStagedPipeline, ManySmallChunksMatchTheReference) {
   ASSERT_EQ(static_cast<int>(out.size()), n);
   ASSERT_EQ(out[0].notes.size(), 1u);
   EXPECT_EQ(out[0].notes[0],
-            "cases " + std::to_string(counts.size() * collieNumTypes * collieNumOps * 2));
+            "cases " + std::to_string(counts.size() * kMatrixDtypes * collieNumOps * 2));
 }
 
 TEST_P(ShmStagedPipeline, RanksInPlaceBesideRanksOutOfPlace) {

@@ -130,8 +130,8 @@ TEST(ColliePerf, TwoRanksTableSizesAndCheck) {
 TEST(ColliePerf, EveryDatatypeAndOpIsExact) {
   Outcome run = runPerf(2, "-d all -o all -b 1K -e 4K -f 2 -n 5 -w 1");
   ASSERT_EQ(run.exitCode, 0) << run.out;
-  const char* types[] = {"int8",   "uint8", "int32", "uint32", "int64",
-                         "uint64", "half",  "float", "double", "bfloat16"};
+  const char* types[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
+                         "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
   const char* ops[] = {"sum", "prod", "max", "min", "avg"};
   std::set<std::tuple<std::string, std::string, size_t>> seen;
   for (const Row& r : parseRows(run.out)) {
@@ -146,7 +146,7 @@ TEST(ColliePerf, EveryDatatypeAndOpIsExact) {
       }
     }
   }
-  EXPECT_EQ(seen.size(), 10u * 5u * 3u);
+  EXPECT_EQ(seen.size(), 12u * 5u * 3u);
   EXPECT_TRUE(contains(run.out, "# Out of bounds values : 0 OK")) << run.out;
 }
 

@@ -598,9 +598,15 @@ TEST_P(ReduceTest, MatchesReferenceForEveryShape) {
   gVariant = nullptr;
 }
 
+// The fp8 dtypes are left to fp8_reduce_test.cc, which runs every pair of their bit patterns
+// and these shapes against a reference of their own (saturation breaks the "max and min return
+// an input" rule checked here).
 std::vector<collieDataType_t> allDtypes() {
   std::vector<collieDataType_t> v;
-  for (int t = 0; t < collieNumTypes; ++t) v.push_back(static_cast<collieDataType_t>(t));
+  for (int t = 0; t < collieNumTypes; ++t) {
+    const auto dt = static_cast<collieDataType_t>(t);
+    if (!isFp8Dtype(dt)) v.push_back(dt);
+  }
   return v;
 }
 

@@ -79,9 +79,16 @@ StatusOr<const NcclApi*> loadNccl() {
 
 // NCCL's dtype and op for each of ours, in the order of collieDataType_t and collieRedOp_t
 // (their values are part of the public ABI).
+// NCCL has the 8-bit floats from 2.24 on; an older one refuses them (ncclNumTypes).
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= 22400
+#define COLLIE_NCCL_FP8 ncclFloat8e4m3, ncclFloat8e5m2
+#else
+#define COLLIE_NCCL_FP8 ncclNumTypes, ncclNumTypes
+#endif
 constexpr ncclDataType_t kNcclTypes[collieNumTypes] = {
-    ncclInt8,   ncclUint8,   ncclInt32,   ncclUint32,  ncclInt64,
-    ncclUint64, ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16};
+    ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,   ncclInt64,      ncclUint64,
+    ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, COLLIE_NCCL_FP8};
+#undef COLLIE_NCCL_FP8
 constexpr ncclRedOp_t kNcclOps[collieNumOps] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
 static_assert(collieFloat16 == 6 && collieBfloat16 == 9 && collieAvg == 4,
               "kNcclTypes and kNcclOps follow the enums' order");

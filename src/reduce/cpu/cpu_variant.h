@@ -68,6 +68,8 @@ constexpr CpuKernels makeKernels() {
   t.dtypes[collieFloat32] = floatKernels<float>();
   t.dtypes[collieFloat64] = floatKernels<double>();
   t.dtypes[collieBfloat16] = kernelsFor<Bf16Lanes, Bf16Lanes>(&scaleFloat<Bf16Lanes>);
+  t.dtypes[collieFloat8e4m3] = kernelsFor<E4m3Lanes, E4m3Lanes>(&scaleFloat<E4m3Lanes>);
+  t.dtypes[collieFloat8e5m2] = kernelsFor<E5m2Lanes, E5m2Lanes>(&scaleFloat<E5m2Lanes>);
   t.copyStreaming = &copyStreamingKernel;
   return t;
 }

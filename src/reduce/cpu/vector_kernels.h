@@ -10,9 +10,10 @@
 //    inputs exactly; which of -0 and +0 comes out of max(-0, +0) is unspecified.
 //  - Sum and prod follow IEEE: NaN in gives NaN out, inf + -inf and 0 * inf give NaN, overflow
 //    gives inf.
-//  - f16 and bf16 are widened to f32 exactly, combined in f32 and rounded to nearest even once.
-//    f32 carries more than twice their precision plus two bits, so for sum and prod that one
-//    rounding gives the same answer as rounding the exact result.
+//  - f16, bf16 and fp8 are widened to f32 exactly, combined in f32 and rounded to nearest even
+//    once. f32 carries more than twice their precision plus two bits, so for sum and prod that
+//    one rounding gives the same answer as rounding the exact result. fp8 results saturate to
+//    the largest finite value, as NCCL's do (so e5m2's infinities come out as 57344).
 //  - scaleForAvg multiplies floats by 1/divisor in f32 (f64 for f64) and divides integers,
 //    truncating toward zero.
 //
@@ -151,6 +152,31 @@ struct Bf16Lanes {
 #endif
   }
 };
+
+// An 8-bit float stored, f32 computed. The conversions are the library's scalar ones (fp8.cc,
+// built for every CPU): no instruction set converts fp8, and a table lookup per element keeps
+// this far faster than the network that feeds it.
+template <float (*kDecode)(uint8_t), uint8_t (*kEncode)(float)>
+struct Fp8Lanes {
+  using Elem = uint8_t;
+  using Scalar = float;
+  using Vec = F32Vec;
+  static constexpr size_t kWidth = kF32Width;
+  static Vec load(const void* p) {
+    uint8_t b[kWidth];
+    std::memcpy(b, p, sizeof b);
+    Vec v;
+    for (size_t k = 0; k < kWidth; ++k) v[k] = kDecode(b[k]);
+    return v;
+  }
+  static void store(void* p, Vec v) {
+    uint8_t b[kWidth];
+    for (size_t k = 0; k < kWidth; ++k) b[k] = kEncode(v[k]);
+    std::memcpy(p, b, sizeof b);
+  }
+};
+using E4m3Lanes = Fp8Lanes<&fp8e4m3ToFloat, &floatToFp8e4m3>;
+using E5m2Lanes = Fp8Lanes<&fp8e5m2ToFloat, &floatToFp8e5m2>;
 
 // Ops act on whole vectors. The `a != a` tests are NaN tests; for integers they fold away.
 struct SumOp {

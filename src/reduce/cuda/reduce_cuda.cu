@@ -25,11 +25,12 @@ int gridFor(size_t n) {
 }  // namespace cuda
 
 namespace {
-enum class Family { kInt, kFloat, kHalf };
+enum class Family { kInt, kFloat, kHalf, kFp8 };
 
 Family familyOf(collieDataType_t t) {
   if (t == collieFloat16 || t == collieBfloat16) return Family::kHalf;
   if (t == collieFloat32 || t == collieFloat64) return Family::kFloat;
+  if (t == collieFloat8e4m3 || t == collieFloat8e5m2) return Family::kFp8;
   return Family::kInt;
 }
 
@@ -59,6 +60,9 @@ Status reduceDevice(void* dst, void* peer, const void* a, const void* b, size_t 
     case Family::kHalf:
       e = cuda::reduceHalfFamily(dtype, op, dst, peer, a, b, count, s);
       break;
+    case Family::kFp8:
+      e = cuda::reduceFp8Family(dtype, op, dst, peer, a, b, count, s);
+      break;
   }
   return fromCuda(e, "reduce kernel launch");
 }
@@ -78,6 +82,9 @@ Status scaleDevice(void* buf, size_t count, collieDataType_t dtype, int divisor,
       break;
     case Family::kHalf:
       e = cuda::scaleHalfFamily(dtype, buf, count, divisor, s);
+      break;
+    case Family::kFp8:
+      e = cuda::scaleFp8Family(dtype, buf, count, divisor, s);
       break;
   }
   return fromCuda(e, "scale kernel launch");

@@ -149,19 +149,23 @@ cudaError_t launchScale(void* buf, size_t count, int divisor, bool isFloat, cuda
   return cudaGetLastError();
 }
 
-// One family's entry points (defined in reduce_{int,float,half}.cu).
+// One family's entry points (defined in reduce_{int,float,half,fp8}.cu).
 cudaError_t reduceIntFamily(collieDataType_t dtype, collieRedOp_t op, void* dst, void* peer,
                             const void* a, const void* b, size_t count, cudaStream_t stream);
 cudaError_t reduceFloatFamily(collieDataType_t dtype, collieRedOp_t op, void* dst, void* peer,
                               const void* a, const void* b, size_t count, cudaStream_t stream);
 cudaError_t reduceHalfFamily(collieDataType_t dtype, collieRedOp_t op, void* dst, void* peer,
                              const void* a, const void* b, size_t count, cudaStream_t stream);
+cudaError_t reduceFp8Family(collieDataType_t dtype, collieRedOp_t op, void* dst, void* peer,
+                            const void* a, const void* b, size_t count, cudaStream_t stream);
 cudaError_t scaleIntFamily(collieDataType_t dtype, void* buf, size_t count, int divisor,
                            cudaStream_t stream);
 cudaError_t scaleFloatFamily(collieDataType_t dtype, void* buf, size_t count, int divisor,
                              cudaStream_t stream);
 cudaError_t scaleHalfFamily(collieDataType_t dtype, void* buf, size_t count, int divisor,
                             cudaStream_t stream);
+cudaError_t scaleFp8Family(collieDataType_t dtype, void* buf, size_t count, int divisor,
+                           cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace collie
