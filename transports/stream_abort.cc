@@ -46,6 +46,11 @@ void StreamConnection::sendAbortOn(uint64_t commId, const Status& failure) {
     // are told first.
     pushAbort(s, d, 50);
   }
+  // Communicators sharing the connection fail with this one (the peer's fail as it reads the
+  // abort): their calls in flight end now, not at their deadlines.
+  if (laned_)
+    fail(Status(failure.code(), "a communicator sharing the connection to peer rank " +
+                                    std::to_string(peer_) + " failed: " + failure.message()));
 }
 
 bool StreamConnection::pushAbort(Sock& s, const Deadline& d, int64_t idleMs) {

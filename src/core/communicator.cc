@@ -215,6 +215,25 @@ Family::~Family() {
   if (rv.server) rv.server->stop();
 }
 
+Status CommImpl::fail(const Status& s) {
+  Status r = failure_->fail(s);
+  family_->noteFailure(r);
+  return r;
+}
+
+Status CommImpl::checkFailed() {
+  if (failure_->failed()) return failure_->failedError();
+  if (!family_->failed.load()) return Status::ok();
+  std::string why;
+  {
+    std::lock_guard<std::mutex> l(family_->failMu);
+    why = family_->firstFailure.message();
+  }
+  fail(remoteError("rank " + std::to_string(rank_) +
+                   ": a communicator sharing this one's connections failed: " + why));
+  return failure_->failedError();
+}
+
 AlgoContext CommImpl::context(const CollArgs& args) {
   AlgoContext ctx;
   ctx.rank = rank_;
@@ -237,7 +256,7 @@ AlgoContext CommImpl::context(const CollArgs& args) {
 Status CommImpl::execute(const CollArgs& args, DeviceOp* device) {
   if (isCreatedRedOp(args.op)) return executePreMulSum(args, device);
   if (args.memory == MemoryKind::kHost) {
-    if (failure_->failed()) return failure_->failedError();
+    COLLIE_RETURN_IF_ERROR(checkFailed());
     return executeHost(args);
   }
   const Status failed = failure_->failed() ? failure_->failedError() : Status::ok();
@@ -290,7 +309,7 @@ Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work
 }
 
 Status CommImpl::runDevice(const CollArgs& args, void* stream) {
-  if (failure_->failed()) return failure_->failedError();
+  COLLIE_RETURN_IF_ERROR(checkFailed());
   if (device_->usesNccl()) {
     // In call order with Collie's own queued ops, as every collective is.
     progress_.waitIdle();

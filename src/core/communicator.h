@@ -108,7 +108,10 @@ class CommImpl {
   AlgoContext context(const CollArgs& args);  // for an op about to run: takes a sequence number
   Status agreeOnMax(double* v, size_t n, const char* opName);
   Status findAlgorithm(const std::string& name, Algorithm** out) const;
-  Status fail(const Status& s) { return failure_->fail(s); }
+  Status fail(const Status& s);
+  // The communicator's error where it failed, or where another communicator of its family
+  // did (it then fails too: they share connections); ok otherwise.
+  Status checkFailed();
   Status postOne(const P2PCall& c, Request* req);
   Status p2pFail(const Status& s);  // fails the communicator with s, naming this rank
   // The progress thread's part in asynchronous point-to-point calls (communicator_p2p.cc).

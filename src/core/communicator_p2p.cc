@@ -28,7 +28,7 @@ Status CommImpl::postOne(const P2PCall& c, Request* req) {
 }
 
 Status CommImpl::postP2P(std::vector<P2PCall>* calls, P2PBatch* batch) {
-  if (failure_->failed()) return failure_->failedError();
+  COLLIE_RETURN_IF_ERROR(checkFailed());
   batch->deadline = Deadline::afterMs(cfg_.timeoutMs);
   size_t others = 0;
   for (const P2PCall& c : *calls) others += c.peer != rank_;
@@ -67,7 +67,7 @@ Status CommImpl::progressP2P(P2PBatch* batch, bool* progressed) {
 
 Status CommImpl::recvAny(const P2PCall& call, int* peer) {
   std::unique_lock<std::mutex> l = lock();
-  if (failure_->failed()) return failure_->failedError();
+  COLLIE_RETURN_IF_ERROR(checkFailed());
   const Deadline deadline = Deadline::afterMs(cfg_.timeoutMs);
   Connection* const* conns = conns_.data();
   const uint64_t spinUntil = nowNs() + 200 * 1000;

@@ -81,7 +81,7 @@ Status CommImpl::split(int color, int key, const CommConfig* cfg,
   child->reset();
   progress_.waitIdle();
   std::lock_guard<std::mutex> e(execMu_);
-  if (failure_->failed()) return failure_->failedError();
+  COLLIE_RETURN_IF_ERROR(checkFailed());
   shareConnections();
   ChildPlan plan;
   plan.commId = childCommId(commId_, splits_++, color);
@@ -110,8 +110,8 @@ Status CommImpl::split(int color, int key, const CommConfig* cfg,
     const int32_t* f = &all[kFields * static_cast<size_t>(p)];
     if (f[kReady] == 0)
       return invalidUsage("collieCommSplit: rank " + std::to_string(p) + " reaches a peer over " +
-                          "a transport whose connections cannot be shared (ucx); split " +
-                          "communicators need tcp or shm between their ranks");
+                          "ucx, whose connections take no further communicator yet; split " +
+                          "communicators need tcp or shm between their parent's ranks");
     plan.lane = std::max(plan.lane, static_cast<uint32_t>(f[kLane]));
     if (color != kNoColor && f[kColor] == color) byKey.emplace_back(f[kKey], p);
   }

@@ -27,6 +27,16 @@ struct Family {
   std::atomic<uint32_t> nextLane{1};
   // Communicators of the family alive in this process.
   std::atomic<int> members{0};
+
+  // The first failure of a communicator of the family: the others fail at their next call.
+  void noteFailure(const Status& s) {
+    std::lock_guard<std::mutex> l(failMu);
+    if (!failed.load()) firstFailure = s;
+    failed.store(true);
+  }
+  std::atomic<bool> failed{false};
+  std::mutex failMu;
+  Status firstFailure;  // guarded by failMu
 };
 
 // A Store whose keys all begin with prefix: a split communicator's own names in the family's
