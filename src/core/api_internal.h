@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstring>
+#include <memory>
 
 #include "algorithms/algorithm.h"
 #include "collie/collie.h"
@@ -14,6 +15,8 @@ class CommImpl;
 // Ok when comm is a live communicator of this process.
 Status checkComm(const collieComm* comm);
 CommImpl* commImpl(collieComm_t comm);
+// Makes impl a live communicator of the C API (collieCommDestroy frees it).
+collieComm_t registerComm(std::unique_ptr<CommImpl> impl);
 // Builds the arguments of a collective from what the user passed, checking them all: null
 // buffers, unknown dtype/op, byte counts that overflow, partially overlapping buffers, send and
 // recv in different memories (it sets CollArgs::memory). dtype and

@@ -32,6 +32,7 @@ thread_local std::string tLastError;
 
 collieResult_t report(collieComm_t comm, const Status& s) {
   if (s.isOk()) return collieSuccess;
+  if (s.code() == collieInProgress) return collieInProgress;  // queued: not an error
   if (comm != nullptr && checkComm(comm).isOk()) comm->impl->setLastError(s.message());
   tLastError = s.message();
   COLLIE_INFO(kLogColl, "%s", s.toString().c_str());
@@ -66,6 +67,13 @@ Status checkComm(const collieComm* comm) {
 }
 
 CommImpl* commImpl(collieComm_t comm) { return comm->impl.get(); }
+
+collieComm_t registerComm(std::unique_ptr<CommImpl> impl) {
+  auto* comm = new collieComm{std::move(impl)};
+  std::lock_guard<std::mutex> l(gLiveMu);
+  gLive.insert(comm);
+  return comm;
+}
 
 collieResult_t reportStatus(collieComm_t comm, const Status& s) { return report(comm, s); }
 
@@ -138,7 +146,7 @@ static collieResult_t destroyComm(collieComm_t comm, bool abort) {
             "comm is not a live communicator (destroyed twice, aborted or never created)");
       collie::gDestroyed.fetch_add(1, std::memory_order_release);
     }
-    if (abort) comm->impl->abort();
+    collie::CommImpl::destroy(std::move(comm->impl), abort);
     delete comm;
     return Status::ok();
   });

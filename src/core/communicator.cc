@@ -16,18 +16,18 @@ namespace collie {
 
 StatusOr<std::unique_ptr<CommImpl>> CommImpl::create(BootstrapInfo info) {
   std::unique_ptr<CommImpl> c(new CommImpl());
+  c->rank_ = info.rank;
+  c->nranks_ = info.nranks;
   Status s = c->init(std::move(info));
   if (!s.isOk()) return s;
   return c;
 }
 
-Status CommImpl::init(BootstrapInfo info) {
-  rank_ = info.rank;
-  nranks_ = info.nranks;
+Status CommImpl::init(BootstrapInfo info, const CommConfig* given) {
   pairSeq_ = PairSequences(nranks_);
   how_ = info.how;
   logSetRank(rank_);
-  COLLIE_RETURN_IF_ERROR(configure().withContext(initWhere(info)));
+  COLLIE_RETURN_IF_ERROR(configure(given).withContext(initWhere(info)));
   initDeadline_ = Deadline::afterMs(cfg_.connectMs);
   Status s = meet(&info);
   const std::string where = initWhere(info);  // where the store was found
@@ -40,9 +40,14 @@ Status CommImpl::init(BootstrapInfo info) {
   return s.withContext(where);
 }
 
-Status CommImpl::configure() {
-  COLLIE_ASSIGN_OR_RETURN(cfg_, readCommConfig());
-  failure_.reset(new FailureProtocol(cfg_.timeoutMs, &aborting_));
+Status CommImpl::configure(const CommConfig* given) {
+  if (given == nullptr) {
+    COLLIE_ASSIGN_OR_RETURN(cfg_, readCommConfig());
+  } else if (given != &cfg_) {
+    cfg_ = *given;
+  }
+  // Made before init where set-up runs in the background: the last error lives there.
+  if (!failure_) failure_.reset(new FailureProtocol(cfg_.timeoutMs, &aborting_));
   algos_ = buildAlgorithms();
   online_ = OnlineTuner(cfg_.tunerTrials, 4096, cfg_.tunerRun);
   return findAlgorithm(cfg_.algorithm, &forced_);
@@ -70,7 +75,7 @@ Status CommImpl::connect(const BootstrapInfo& info) {
   tc.shm = cfg_.shm;
   tc.shmShrinkable = cfg_.shmShrinkable;
   if (tc.allowed.tcp) {
-    COLLIE_ASSIGN_OR_RETURN(tc.tcpLocal, pickLocalAddress(&info.storeAddr));
+    COLLIE_ASSIGN_OR_RETURN(tc.tcpLocal, pickLocalAddress(&info.storeAddr, cfg_.socketIfname));
   }
   COLLIE_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Transport>> transports, makeTransports(tc));
   StoreExchange exchange(rv_.store.get(), rank_);
@@ -79,7 +84,7 @@ Status CommImpl::connect(const BootstrapInfo& info) {
                                     cfg_.transports.restriction, initDeadline_));
   for (int p = 0; p < nranks_; ++p)
     if (p != rank_)
-      COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, mesh_->via(p));
+      COLLIE_INFO(kLogInit, "%s -> peer rank %d via %s", who().c_str(), p, mesh_->via(p));
   COLLIE_RETURN_IF_ERROR(leaveRendezvous(&rv_, rank_, nranks_, initDeadline_));
   const std::vector<Connection*> live = mesh_->live();
   failure_->attach(std::vector<AbortLink*>(live.begin(), live.end()));
@@ -154,6 +159,7 @@ Status CommImpl::startProgress() {
   progress_.start(
       [this](PendingOp& p) {
         std::lock_guard<std::mutex> e(execMu_);
+        if (p.job) return p.job();
         if (!p.calls.empty()) return postAsyncP2P(&p);
         Status s = execute(p.args, p.device.get());
         if (!s.isOk()) setLastError(s.message());
@@ -174,6 +180,7 @@ DeviceHooks CommImpl::deviceHooks() {
 }
 
 CommImpl::~CommImpl() {
+  if (bg_.joinable()) bg_.join();
   progress_.stop();  // queued device ops finish before the device path goes
   device_.reset();
   if (mesh_) mesh_->linger(Deadline::afterMs(1000));
@@ -228,22 +235,24 @@ Status CommImpl::executeHost(const CollArgs& args) {
     if (online_.readyToSettle(trial)) s = settleTrial(&online_, trial, args, agree);
   }
   if (!s.isOk())
-    s = fail(s.withContext(describeFrameTag(ctx.tagFor(args, 0, algo->id())) + " on rank " +
-                           std::to_string(rank_)));
+    s = fail(s.withContext(describeFrameTag(ctx.tagFor(args, 0, algo->id())) + " on " + who()));
   return s;
 }
 
 Status CommImpl::run(const CollArgs& args) {
+  if (gate_.load(std::memory_order_acquire) != kReady) return checkReady(collectiveName(args.coll));
   if (inGroup()) {  // runs at the group's end
     groupAdd(this, args);
     return Status::ok();
   }
+  if (!cfg_.blocking) return queueCollective(args);
   progress_.waitIdle();
   std::lock_guard<std::mutex> e(execMu_);
   return execute(args);
 }
 
 Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work) {
+  COLLIE_RETURN_IF_ERROR(checkReady(collectiveName(args.coll)));
   *work = std::make_shared<WorkState>();
   std::shared_ptr<DeviceOp> op;
   if (args.memory == MemoryKind::kCuda) {
@@ -251,11 +260,12 @@ Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work
     COLLIE_RETURN_IF_ERROR(device_->ensureStaging(args.device));
     COLLIE_ASSIGN_OR_RETURN(op, device_->newOp(nullptr));
   }
-  progress_.push(PendingOp{args, *work, op, {}});
+  progress_.push(PendingOp{args, *work, op, {}, {}});
   return Status::ok();
 }
 
 Status CommImpl::runDevice(const CollArgs& args, void* stream) {
+  COLLIE_RETURN_IF_ERROR(checkReady(collectiveName(args.coll)));
   if (failure_->failed()) return failure_->failedError();
   if (device_->usesNccl()) {
     // In call order with Collie's own queued ops, as every collective is.
@@ -265,7 +275,7 @@ Status CommImpl::runDevice(const CollArgs& args, void* stream) {
   }
   COLLIE_RETURN_IF_ERROR(device_->ensureStaging(args.device));
   COLLIE_ASSIGN_OR_RETURN(std::shared_ptr<DeviceOp> op, device_->newOp(stream));
-  progress_.push(PendingOp{args, nullptr, op, {}});
+  progress_.push(PendingOp{args, nullptr, op, {}, {}});
   return Status::ok();
 }
 
