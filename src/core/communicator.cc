@@ -20,6 +20,7 @@ StatusOr<std::unique_ptr<CommImpl>> CommImpl::create(BootstrapInfo info) {
   c->nranks_ = info.nranks;
   Status s = c->init(std::move(info));
   if (!s.isOk()) return s;
+  c->logReady();
   return c;
 }
 

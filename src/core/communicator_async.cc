@@ -32,7 +32,7 @@ void CommImpl::logReady() const {
   for (int p = 0; p < nranks_; ++p)
     if (p != rank_) peers += " " + std::to_string(p) + ":" + mesh_->via(p);
   COLLIE_INFO(kLogInit,
-              "%s of %d ready (%s): peers%s; timeout %lld ms, connect %lld ms; algorithm %s; "
+              "%s ready (%d ranks, %s): peers%s; timeout %lld ms, connect %lld ms; algorithm %s; "
               "socket interface '%s'; nsocks %d; chunk %zu bytes",
               who().c_str(), nranks_, cfg_.blocking ? "blocking" : "non-blocking", peers.c_str(),
               static_cast<long long>(cfg_.timeoutMs), static_cast<long long>(cfg_.connectMs),
