@@ -241,7 +241,8 @@ Status CommImpl::executeHost(const CollArgs& args) {
 }
 
 Status CommImpl::run(const CollArgs& args) {
-  if (gate_.load(std::memory_order_acquire) != kReady) return checkReady(collectiveName(args.coll));
+  const int gate = gate_.load(std::memory_order_acquire);
+  if (gate != kReady) return notReady(collectiveName(args.coll), gate);
   if (inGroup()) {  // runs at the group's end
     groupAdd(this, args);
     return Status::ok();

@@ -68,8 +68,62 @@ bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// The deadlines of A (the config's 1 s) and B (the environment's 60 s), on a stalled op.
+void checkDeadlines(collieComm_t a, collieComm_t b, int rank, Reporter& rep) {
+  // B keeps the environment's deadline: rank 1 comes 1.5 s late, past A's.
+  if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  if (collieBarrier(b) != collieSuccess)
+    rep.fail("B late barrier: " + std::string(collieGetLastError(b)));
+  // A's deadline: rank 1 never joins this AllReduce.
+  if (rank == 0) {
+    const auto t0 = Clock::now();
+    std::vector<float> v(64, 1.0f);
+    const collieResult_t r =
+        collieAllReduce(v.data(), v.data(), v.size(), collieFloat32, collieSum, a, nullptr);
+    const std::string msg = collieGetLastError(a);
+    if (r != collieTimeout) rep.fail("A stalled: code " + std::to_string(r) + ": " + msg);
+    if (!has(msg, "rank 0 of communicator 'dp'")) rep.fail("A's error names no comm: " + msg);
+    if (secondsSince(t0) < 0.9 || secondsSince(t0) > 8)
+      rep.fail("A timed out after " + std::to_string(secondsSince(t0)) + " s");
+  }
+  if (collieBarrier(b) != collieSuccess)
+    rep.fail("B barrier: " + std::string(collieGetLastError(b)));
+}
+
 // Each rank makes A (a config over every field the environment also sets), B (no config) and
 // C (a config that leaves the interface to the environment, which names none that exists).
+void configAgainstEnvironment(const std::vector<collieUniqueId>& ids, int rank, Reporter& rep) {
+  collieConfig_t cfg = COLLIE_CONFIG_INITIALIZER;
+  cfg.commName = "dp";
+  cfg.algorithm = "ring";
+  cfg.transports = "tcp";
+  cfg.timeoutMs = 1000;
+  cfg.socketIfname = "lo";
+  cfg.nsocks = 3;
+  cfg.chunkBytes = 8192;
+  collieComm_t a = nullptr, b = nullptr, c = nullptr;
+  if (collieCommInitRankConfig(&a, 2, ids[0], rank, &cfg) != collieSuccess)
+    return rep.fail("A: " + std::string(collieGetLastError(nullptr)));
+  if (collieCommInitRank(&b, 2, ids[1], rank) != collieSuccess)
+    return rep.fail("B: " + std::string(collieGetLastError(nullptr)));
+  collieConfig_t tcpOnly = COLLIE_CONFIG_INITIALIZER;
+  tcpOnly.transports = "tcp";
+  const collieResult_t rc = collieCommInitRankConfig(&c, 2, ids[2], rank, &tcpOnly);
+  const std::string cMsg = collieGetLastError(nullptr);
+  if (rc != collieInvalidArgument || !has(cMsg, "socket interface 'bogus0'"))
+    rep.fail("C: code " + std::to_string(rc) + ": " + cMsg);
+  for (collieComm_t comm : {a, b}) {
+    const std::string wrong = allreduceWrong(comm, rank, 2, 10007);
+    if (!wrong.empty()) rep.fail(wrong);
+  }
+  if (std::string(lastAlgo(a)) != "ring") rep.fail(std::string("A ran ") + lastAlgo(a));
+  if (std::string(lastAlgo(b)) != "recursive_doubling")
+    rep.fail(std::string("B ran ") + lastAlgo(b));
+  checkDeadlines(a, b, rank, rep);
+  collieCommDestroy(a);
+  collieCommDestroy(b);
+}
+
 TEST(CommConfig, FieldsHoldForTheirCommunicatorAndNotAnother) {
   const std::vector<collieUniqueId> ids = makeIds(3);
   WorldOptions opt;
@@ -82,68 +136,23 @@ TEST(CommConfig, FieldsHoldForTheirCommunicatorAndNotAnother) {
              {"COLLIE_CHUNK_BYTES", "64K"},
              {"COLLIE_DEBUG", "INFO"},
              {"COLLIE_DEBUG_SUBSYS", "INIT"}};
-  auto out = runWorld(2, opt, [&ids](int rank, Reporter& rep) {
-    collieConfig_t cfg = COLLIE_CONFIG_INITIALIZER;
-    cfg.commName = "dp";
-    cfg.algorithm = "ring";
-    cfg.transports = "tcp";
-    cfg.timeoutMs = 1000;
-    cfg.socketIfname = "lo";
-    cfg.nsocks = 3;
-    cfg.chunkBytes = 8192;
-    collieComm_t a = nullptr, b = nullptr, c = nullptr;
-    if (collieCommInitRankConfig(&a, 2, ids[0], rank, &cfg) != collieSuccess)
-      return rep.fail("A: " + std::string(collieGetLastError(nullptr)));
-    if (collieCommInitRank(&b, 2, ids[1], rank) != collieSuccess)
-      return rep.fail("B: " + std::string(collieGetLastError(nullptr)));
-    collieConfig_t tcpOnly = COLLIE_CONFIG_INITIALIZER;
-    tcpOnly.transports = "tcp";
-    const collieResult_t rc = collieCommInitRankConfig(&c, 2, ids[2], rank, &tcpOnly);
-    const std::string cMsg = collieGetLastError(nullptr);
-    if (rc != collieInvalidArgument || !has(cMsg, "socket interface 'bogus0'"))
-      rep.fail("C: code " + std::to_string(rc) + ": " + cMsg);
-    for (collieComm_t comm : {a, b}) {
-      const std::string wrong = allreduceWrong(comm, rank, 2, 10007);
-      if (!wrong.empty()) rep.fail(wrong);
-    }
-    if (std::string(lastAlgo(a)) != "ring") rep.fail(std::string("A ran ") + lastAlgo(a));
-    if (std::string(lastAlgo(b)) != "recursive_doubling")
-      rep.fail(std::string("B ran ") + lastAlgo(b));
-    // B keeps the environment's deadline: rank 1 comes 1.5 s late, past A's.
-    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-    if (collieBarrier(b) != collieSuccess)
-      rep.fail("B late barrier: " + std::string(collieGetLastError(b)));
-    // A's deadline: rank 1 never joins this AllReduce.
-    if (rank == 0) {
-      const auto t0 = Clock::now();
-      std::vector<float> v(64, 1.0f);
-      const collieResult_t r =
-          collieAllReduce(v.data(), v.data(), v.size(), collieFloat32, collieSum, a, nullptr);
-      const std::string msg = collieGetLastError(a);
-      if (r != collieTimeout) rep.fail("A stalled: code " + std::to_string(r) + ": " + msg);
-      if (!has(msg, "rank 0 of communicator 'dp'")) rep.fail("A's error names no comm: " + msg);
-      if (secondsSince(t0) < 0.9 || secondsSince(t0) > 8)
-        rep.fail("A timed out after " + std::to_string(secondsSince(t0)) + " s");
-    }
-    if (collieBarrier(b) != collieSuccess)
-      rep.fail("B barrier: " + std::string(collieGetLastError(b)));
-    collieCommDestroy(a);
-    collieCommDestroy(b);
-  });
+  auto out = runWorld(
+      2, opt, [&ids](int rank, Reporter& rep) { configAgainstEnvironment(ids, rank, rep); });
   expectAllPassed(out);
+  // The transports, deadlines and the rest each communicator was made with, as init logs them.
   for (const RankOutcome& o : out) {
-    const std::string r = "rank " + std::to_string(o.rank);
-    EXPECT_TRUE(has(o.output, r + " of communicator 'dp' ready (2 ranks, blocking): peers " +
-                                  std::to_string(1 - o.rank) + ":tcp; timeout 1000 ms"))
+    const std::string r = "rank " + std::to_string(o.rank), peer = std::to_string(1 - o.rank);
+    EXPECT_TRUE(has(o.output, r + " of communicator 'dp' ready (2 ranks, blocking): peers " + peer +
+                                  ":tcp; timeout 1000 ms"))
         << o.output;
     EXPECT_TRUE(has(o.output, "algorithm ring; socket interface 'lo'; nsocks 3; chunk 8192"))
         << o.output;
-    EXPECT_TRUE(has(o.output, r + " ready (2 ranks, blocking): peers " +
-                                  std::to_string(1 - o.rank) + ":shm; timeout 60000 ms"))
+    EXPECT_TRUE(
+        has(o.output, r + " ready (2 ranks, blocking): peers " + peer + ":shm; timeout 60000 ms"))
         << o.output;
     EXPECT_TRUE(has(o.output,
-                    "algorithm recursive_doubling; socket interface 'bogus0'; nsocks "
-                    "2; chunk 65536"))
+                    "algorithm recursive_doubling; socket interface 'bogus0'; nsocks 2; chunk "
+                    "65536"))
         << o.output;
   }
 }
