@@ -107,7 +107,7 @@ void CommImpl::destroy(std::unique_ptr<CommImpl> c, bool abort) {
     if (c->gate_.load() == kSettingUp) {
       c->orphaned_ = true;
       c->aborting_.store(true);  // waits that watch it end early
-      c.release();               // finishBackground frees it
+      (void)c.release();         // finishBackground frees it
       return;
     }
   }
