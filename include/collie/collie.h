@@ -5,6 +5,7 @@
 #ifndef COLLIE_COLLIE_H_
 #define COLLIE_COLLIE_H_
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -112,13 +113,6 @@ COLLIE_API collieResult_t collieCommDestroy(collieComm_t comm);
  */
 COLLIE_API collieResult_t collieCommAbort(collieComm_t comm);
 
-struct collieConfig_v100;
-/* Collective over comm: the ranks that pass one color (>= 0) make a new communicator, ranked by
- * key (ties by their rank in comm); COLLIE_SPLIT_NOCOLOR makes none (*newcomm is NULL). The new
- * communicator talks over comm's connections (no store, no new socket or segment) and lives on
- * after comm is destroyed. config: its settings (NULL: comm's). */
-COLLIE_API collieResult_t collieCommSplit(collieComm_t comm, int color, int key,
-                                          collieComm_t* newcomm, struct collieConfig_v100* config);
 
 COLLIE_API collieResult_t collieCommCount(const collieComm_t comm, int* count);
 COLLIE_API collieResult_t collieCommUserRank(const collieComm_t comm, int* rank);
@@ -255,6 +249,68 @@ COLLIE_API collieResult_t collieRedOpCreatePreMulSum(collieRedOp_t* op, void* sc
 /* Frees an op made by collieRedOpCreatePreMulSum on comm. Calls that were given the op and
  * have returned (a group's or an asynchronous call's included) still run with it. */
 COLLIE_API collieResult_t collieRedOpDestroy(collieRedOp_t op, collieComm_t comm);
+
+/* ---- Per-communicator configuration, finalize, non-blocking communicators ---- */
+
+/* A field left at its UNDEF value takes its environment variable's value (or its default). */
+#define COLLIE_CONFIG_UNDEF_INT INT_MIN
+#define COLLIE_CONFIG_UNDEF_PTR NULL
+#define COLLIE_CONFIG_MAGIC 0xc011e0cfu
+
+/* A communicator's settings, read at init: each field set overrides its environment variable
+ * for this communicator only. Fields are only ever appended: size, magic and version (the
+ * COLLIE_VERSION_CODE of the header it was built with) let a library read a config from an
+ * older or newer header. Always start from COLLIE_CONFIG_INITIALIZER. */
+typedef struct collieConfig_v100 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;             /* 1 (default): init and ops return when done; 0: see below */
+  int timeoutMs;            /* COLLIE_TIMEOUT_MS: deadline of every wait, >= 1 */
+  int connectTimeoutMs;     /* COLLIE_CONNECT_TIMEOUT_MS: deadline of init, >= 1 */
+  int nsocks;               /* COLLIE_NSOCKS: TCP sockets per peer, 0 (auto) to 64 */
+  int chunkBytes;           /* COLLIE_CHUNK_BYTES: pipeline chunk, >= 4096 */
+  const char* commName;     /* named in this communicator's log lines and error messages */
+  const char* socketIfname; /* COLLIE_SOCKET_IFNAME: interface the TCP transport listens on */
+  const char* transports;   /* COLLIE_TRANSPORT: comma list of tcp, shm, ucx */
+  const char* algorithm;    /* COLLIE_ALGO: forced algorithm name, or "auto" */
+} collieConfig_t;
+
+#define COLLIE_CONFIG_INITIALIZER                                                              \
+  {                                                                                            \
+    sizeof(collieConfig_t), COLLIE_CONFIG_MAGIC, COLLIE_VERSION_CODE, COLLIE_CONFIG_UNDEF_INT, \
+        COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_INT,             \
+        COLLIE_CONFIG_UNDEF_INT, COLLIE_CONFIG_UNDEF_PTR, COLLIE_CONFIG_UNDEF_PTR,             \
+        COLLIE_CONFIG_UNDEF_PTR, COLLIE_CONFIG_UNDEF_PTR                                       \
+  }
+
+/* collieCommInitRank with a config (NULL: the environment alone). The config is read before
+ * it returns. A bad field is collieInvalidArgument naming it.
+ * Non-blocking (blocking = 0): returns collieInProgress at once with *comm set while init goes
+ * on in the background; poll collieCommGetAsyncError until it is no longer collieInProgress
+ * before any other call on comm (until then they fail with collieInvalidUsage). Collectives,
+ * point-to-point calls and collieGroupEnd on such a communicator then return collieInProgress
+ * and run in call order in the background; collieCommGetAsyncError says collieInProgress while
+ * any is in flight, then collieSuccess or the first error. collieCommAbort and
+ * collieCommDestroy during init return at once; the init ends in the background. */
+COLLIE_API collieResult_t collieCommInitRankConfig(collieComm_t* comm, int nranks,
+                                                   collieUniqueId commId, int rank,
+                                                   collieConfig_t* config);
+
+/* Completes every operation issued on comm and refuses new ones (collieInvalidUsage); then
+ * collieCommDestroy frees it. Blocking communicator: returns when all is done, with the first
+ * error; non-blocking: returns collieInProgress, and collieCommGetAsyncError says when done. */
+COLLIE_API collieResult_t collieCommFinalize(collieComm_t comm);
+
+/* Collective over comm: the ranks that pass one color (>= 0) make a new communicator, ranked by
+ * key (ties by their rank in comm); COLLIE_SPLIT_NOCOLOR makes none (*newcomm is NULL). The new
+ * communicator talks over comm's connections (no store, no new socket or segment) and lives on
+ * after comm is destroyed, in any order. config: its settings, each field set over the
+ * environment (NULL: comm's settings). A non-blocking child (its config, or comm's without one,
+ * says blocking = 0) returns collieInProgress with *newcomm set: poll its
+ * collieCommGetAsyncError, and make no other call on comm until then. Not inside a group. */
+COLLIE_API collieResult_t collieCommSplit(collieComm_t comm, int color, int key,
+                                          collieComm_t* newcomm, collieConfig_t* config);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "collie/collie.h"
@@ -141,6 +142,45 @@ class COLLIE_API RedOp {
   collieRedOp_t op_ = collieSum;
 };
 
+// A communicator's settings (collieConfig_t, see collie.h): each one set overrides its environment
+// variable for that communicator only. Setters chain: Config().name("dp").timeoutMs(5000).
+class Config {
+ public:
+  Config& blocking(bool on) { return set(&collieConfig_t::blocking, on ? 1 : 0); }
+  Config& timeoutMs(int ms) { return set(&collieConfig_t::timeoutMs, ms); }
+  Config& connectTimeoutMs(int ms) { return set(&collieConfig_t::connectTimeoutMs, ms); }
+  Config& nsocks(int n) { return set(&collieConfig_t::nsocks, n); }
+  Config& chunkBytes(int bytes) { return set(&collieConfig_t::chunkBytes, bytes); }
+  Config& name(std::string v) { return set(&name_, std::move(v)); }
+  Config& socketIfname(std::string v) { return set(&ifname_, std::move(v)); }
+  Config& transports(std::string v) { return set(&transports_, std::move(v)); }
+  Config& algorithm(std::string v) { return set(&algorithm_, std::move(v)); }
+  // The C struct; its strings point into this Config, which must outlive its use.
+  collieConfig_t toC() const {
+    collieConfig_t c = c_;
+    c.commName = str(name_);
+    c.socketIfname = str(ifname_);
+    c.transports = str(transports_);
+    c.algorithm = str(algorithm_);
+    return c;
+  }
+
+ private:
+  Config& set(int collieConfig_t::*field, int v) {
+    c_.*field = v;
+    return *this;
+  }
+  Config& set(std::optional<std::string>* field, std::string v) {
+    *field = std::move(v);
+    return *this;
+  }
+  static const char* str(const std::optional<std::string>& v) {
+    return v ? v->c_str() : COLLIE_CONFIG_UNDEF_PTR;
+  }
+  collieConfig_t c_ = COLLIE_CONFIG_INITIALIZER;
+  std::optional<std::string> name_, ifname_, transports_, algorithm_;
+};
+
 class COLLIE_API Communicator {
  public:
   Communicator() = default;
@@ -255,6 +295,17 @@ class COLLIE_API Communicator {
     return createPreMulSum(&scalar, DataTypeOf<T>::value, out);
   }
   Result createPreMulSum(const void* scalar, collieDataType_t dtype, RedOp* out);
+
+  // collieCommInitRankConfig. A non-blocking config (blocking(false)) gives collieInProgress
+  // with *out valid: poll asyncError() until it is no longer collieInProgress.
+  static Result initRank(Communicator* out, int nranks, const collieUniqueId& id, int rank,
+                         const Config& config);
+  // collieCommGetAsyncError: ok, collieInProgress (init or non-blocking ops in flight) or the
+  // first error, with its message.
+  Result asyncError() const;
+  // collieCommFinalize: completes every operation issued and refuses new ones; the destructor
+  // then frees the communicator. Non-blocking: collieInProgress, then see asyncError().
+  Result finalize();
 
  private:
   static Result sizeMismatch();

@@ -15,8 +15,8 @@ class CommImpl;
 // Ok when comm is a live communicator of this process.
 Status checkComm(const collieComm* comm);
 CommImpl* commImpl(collieComm_t comm);
-// A handle for a communicator made here, live from now on.
-collieComm_t adoptComm(std::unique_ptr<CommImpl> impl);
+// Makes impl a live communicator of the C API (collieCommDestroy frees it).
+collieComm_t registerComm(std::unique_ptr<CommImpl> impl);
 // Builds the arguments of a collective from what the user passed, checking them all: null
 // buffers, unknown dtype/op, byte counts that overflow, partially overlapping buffers, send and
 // recv in different memories (it sets CollArgs::memory). dtype and

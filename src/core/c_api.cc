@@ -32,6 +32,7 @@ thread_local std::string tLastError;
 
 collieResult_t report(collieComm_t comm, const Status& s) {
   if (s.isOk()) return collieSuccess;
+  if (s.code() == collieInProgress) return collieInProgress;  // queued: not an error
   if (comm != nullptr && checkComm(comm).isOk()) comm->impl->setLastError(s.message());
   tLastError = s.message();
   COLLIE_INFO(kLogColl, "%s", s.toString().c_str());
@@ -42,18 +43,11 @@ Status initWith(collieComm_t* out, StatusOr<BootstrapInfo> info) {
   if (!info.isOk()) return info.status();
   auto c = CommImpl::create(info.take());
   if (!c.isOk()) return c.status();
-  *out = adoptComm(c.take());
+  *out = registerComm(c.take());
   return Status::ok();
 }
 
 }  // namespace
-
-collieComm_t adoptComm(std::unique_ptr<CommImpl> impl) {
-  auto* comm = new collieComm{std::move(impl)};
-  std::lock_guard<std::mutex> l(gLiveMu);
-  gLive.insert(comm);
-  return comm;
-}
 
 Status checkComm(const collieComm* comm) {
   if (comm == nullptr) return invalidArgument("comm is NULL");
@@ -68,6 +62,13 @@ Status checkComm(const collieComm* comm) {
 }
 
 CommImpl* commImpl(collieComm_t comm) { return comm->impl.get(); }
+
+collieComm_t registerComm(std::unique_ptr<CommImpl> impl) {
+  auto* comm = new collieComm{std::move(impl)};
+  std::lock_guard<std::mutex> l(gLiveMu);
+  gLive.insert(comm);
+  return comm;
+}
 
 collieResult_t reportStatus(collieComm_t comm, const Status& s) { return report(comm, s); }
 
@@ -140,7 +141,7 @@ static collieResult_t destroyComm(collieComm_t comm, bool abort) {
             "comm is not a live communicator (destroyed twice, aborted or never created)");
       collie::gDestroyed.fetch_add(1, std::memory_order_release);
     }
-    if (abort) comm->impl->abort();
+    collie::CommImpl::destroy(std::move(comm->impl), abort);
     delete comm;
     return Status::ok();
   });

@@ -15,6 +15,7 @@ Status makeP2PCall(const char* op, bool send, const void* buf, size_t count, int
                    int tag, collieComm_t comm, P2PCall* c) {
   COLLIE_RETURN_IF_ERROR(checkComm(comm));
   CommImpl* impl = commImpl(comm);
+  COLLIE_RETURN_IF_ERROR(impl->checkReady(op));
   if (!validDtype(dtype))
     return invalidArgument(std::string(op) + ": unknown datatype " + std::to_string(dtype));
   if (peer < 0 || peer >= impl->size())

@@ -1,10 +1,11 @@
 // A communicator's settings, read and checked at init, before anything is connected: the
-// environment today, a per-communicator config later.
+// environment, with a collieConfig_t's fields over it for one communicator.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "collie/collie.h"
 #include "transports/registry.h"
 
 namespace collie {
@@ -25,8 +26,14 @@ struct CommConfig {
   TcpOptions tcp;
   ShmOptions shm;
   bool shmShrinkable = true;
+  bool blocking = true;      // collieConfig_t.blocking: false returns from init and ops at once
+  std::string name;          // collieConfig_t.commName: "" for none
+  std::string socketIfname;  // COLLIE_SOCKET_IFNAME: where the TCP transport listens
 };
 
-StatusOr<CommConfig> readCommConfig();
+// The environment's settings, with each field of config that is set over its variable (config
+// null: the environment alone). A config with a bad header (magic, size, version) or a bad
+// field is refused, naming it.
+StatusOr<CommConfig> readCommConfig(const collieConfig_t* config = nullptr);
 
 }  // namespace collie

@@ -16,21 +16,22 @@ namespace collie {
 
 StatusOr<std::unique_ptr<CommImpl>> CommImpl::create(BootstrapInfo info) {
   std::unique_ptr<CommImpl> c(new CommImpl());
+  c->rank_ = info.rank;
+  c->nranks_ = info.nranks;
   Status s = c->init(std::move(info));
   if (!s.isOk()) return s;
+  c->logReady();
   return c;
 }
 
-Status CommImpl::init(BootstrapInfo info) {
-  rank_ = info.rank;
-  nranks_ = info.nranks;
+Status CommImpl::init(BootstrapInfo info, const CommConfig* given) {
   pairSeq_ = PairSequences(nranks_);
   how_ = info.how;
   commId_ = info.auth.commId;
   family_ = std::make_shared<Family>();
   family_->members.fetch_add(1);
   logSetRank(rank_);
-  COLLIE_RETURN_IF_ERROR(configure().withContext(initWhere(info)));
+  COLLIE_RETURN_IF_ERROR(configure(given).withContext(initWhere(info)));
   initDeadline_ = Deadline::afterMs(cfg_.connectMs);
   Status s = meet(&info);
   const std::string where = initWhere(info);  // where the store was found
@@ -43,9 +44,14 @@ Status CommImpl::init(BootstrapInfo info) {
   return s.withContext(where);
 }
 
-Status CommImpl::configure() {
-  COLLIE_ASSIGN_OR_RETURN(cfg_, readCommConfig());
-  failure_.reset(new FailureProtocol(cfg_.timeoutMs, &aborting_));
+Status CommImpl::configure(const CommConfig* given) {
+  if (given == nullptr) {
+    COLLIE_ASSIGN_OR_RETURN(cfg_, readCommConfig());
+  } else if (given != &cfg_) {
+    cfg_ = *given;
+  }
+  // Made before init where set-up runs in the background: the last error lives there.
+  if (!failure_) failure_.reset(new FailureProtocol(cfg_.timeoutMs, &aborting_));
   algos_ = buildAlgorithms();
   online_ = OnlineTuner(cfg_.tunerTrials, 4096, cfg_.tunerRun);
   return findAlgorithm(cfg_.algorithm, &forced_);
@@ -75,7 +81,7 @@ Status CommImpl::connect(const BootstrapInfo& info) {
   tc.shm = cfg_.shm;
   tc.shmShrinkable = cfg_.shmShrinkable;
   if (tc.allowed.tcp) {
-    COLLIE_ASSIGN_OR_RETURN(tc.tcpLocal, pickLocalAddress(&info.storeAddr));
+    COLLIE_ASSIGN_OR_RETURN(tc.tcpLocal, pickLocalAddress(&info.storeAddr, cfg_.socketIfname));
   }
   COLLIE_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Transport>> transports, makeTransports(tc));
   StoreExchange exchange(family_->rv.store.get(), rank_);
@@ -86,7 +92,7 @@ Status CommImpl::connect(const BootstrapInfo& info) {
   for (int p = 0; p < nranks_; ++p) {
     family_->wire.emplace_back(new std::mutex());
     conns_.push_back(mesh.connections()[p]);
-    if (p != rank_) COLLIE_INFO(kLogInit, "rank %d -> peer rank %d via %s", rank_, p, mesh.via(p));
+    if (p != rank_) COLLIE_INFO(kLogInit, "%s -> peer rank %d via %s", who().c_str(), p, mesh.via(p));
   }
   COLLIE_RETURN_IF_ERROR(leaveRendezvous(&family_->rv, rank_, nranks_, initDeadline_));
   attachConnections();
@@ -181,6 +187,7 @@ Status CommImpl::startProgress() {
   progress_.start(
       [this](PendingOp& p) {
         std::lock_guard<std::mutex> e(execMu_);
+        if (p.job) return p.job();
         if (!p.calls.empty()) return postAsyncP2P(&p);
         Status s = execute(p.args, p.device.get());
         if (!s.isOk()) setLastError(s.message());
@@ -201,6 +208,7 @@ DeviceHooks CommImpl::deviceHooks() {
 }
 
 CommImpl::~CommImpl() {
+  if (bg_.joinable()) bg_.join();
   progress_.stop();  // queued device ops finish before the device path goes
   device_.reset();
   links_.clear();  // a child's lanes close; the family's connections stay for the others
@@ -217,13 +225,13 @@ Family::~Family() {
 
 Status CommImpl::fail(const Status& s) {
   Status r = failure_->fail(s);
-  family_->noteFailure(r);
+  if (family_) family_->noteFailure(r);
   return r;
 }
 
 Status CommImpl::checkFailed() {
   if (failure_->failed()) return failure_->failedError();
-  if (!family_->failed.load()) return Status::ok();
+  if (!family_ || !family_->failed.load()) return Status::ok();
   std::string why;
   {
     std::lock_guard<std::mutex> l(family_->failMu);
@@ -281,22 +289,25 @@ Status CommImpl::executeHost(const CollArgs& args) {
     if (online_.readyToSettle(trial)) s = settleTrial(&online_, trial, args, agree);
   }
   if (!s.isOk())
-    s = fail(s.withContext(describeFrameTag(ctx.tagFor(args, 0, algo->id())) + " on rank " +
-                           std::to_string(rank_)));
+    s = fail(s.withContext(describeFrameTag(ctx.tagFor(args, 0, algo->id())) + " on " + who()));
   return s;
 }
 
 Status CommImpl::run(const CollArgs& args) {
+  const int gate = gate_.load(std::memory_order_acquire);
+  if (gate != kReady) return notReady(collectiveName(args.coll), gate);
   if (inGroup()) {  // runs at the group's end
     groupAdd(this, args);
     return Status::ok();
   }
+  if (!cfg_.blocking) return queueCollective(args);
   progress_.waitIdle();
   std::lock_guard<std::mutex> e(execMu_);
   return execute(args);
 }
 
 Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work) {
+  COLLIE_RETURN_IF_ERROR(checkReady(collectiveName(args.coll)));
   *work = std::make_shared<WorkState>();
   std::shared_ptr<DeviceOp> op;
   if (args.memory == MemoryKind::kCuda) {
@@ -304,11 +315,12 @@ Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work
     COLLIE_RETURN_IF_ERROR(device_->ensureStaging(args.device));
     COLLIE_ASSIGN_OR_RETURN(op, device_->newOp(nullptr));
   }
-  progress_.push(PendingOp{args, *work, op, {}});
+  progress_.push(PendingOp{args, *work, op, {}, {}});
   return Status::ok();
 }
 
 Status CommImpl::runDevice(const CollArgs& args, void* stream) {
+  COLLIE_RETURN_IF_ERROR(checkReady(collectiveName(args.coll)));
   COLLIE_RETURN_IF_ERROR(checkFailed());
   if (device_->usesNccl()) {
     // In call order with Collie's own queued ops, as every collective is.
@@ -318,7 +330,7 @@ Status CommImpl::runDevice(const CollArgs& args, void* stream) {
   }
   COLLIE_RETURN_IF_ERROR(device_->ensureStaging(args.device));
   COLLIE_ASSIGN_OR_RETURN(std::shared_ptr<DeviceOp> op, device_->newOp(stream));
-  progress_.push(PendingOp{args, nullptr, op, {}});
+  progress_.push(PendingOp{args, nullptr, op, {}, {}});
   return Status::ok();
 }
 

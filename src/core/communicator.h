@@ -5,10 +5,12 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -45,7 +47,8 @@ class CommImpl {
   Status runDevice(const CollArgs& args, void* stream);
 
   // First error of any op (collieSuccess if none); the communicator stays failed after it.
-  Status asyncError() { return failure_->firstError(); }
+  // collieInProgress while background set-up or a non-blocking communicator's op runs.
+  Status asyncError();
   // Makes every pending and future op fail, tells the peers; the caller then destroys it.
   void abort();
   std::string lastError() { return failure_->lastError(); }
@@ -74,19 +77,58 @@ class CommImpl {
   // Collective over this communicator (communicator_split.cc): the ranks that pass one color
   // make a communicator, ranked by key (ties by rank here); kNoColor makes none (*child null).
   // The child talks on lanes of this communicator's connections: no store, no new socket or
-  // segment. cfg: the child's settings (null: this communicator's).
+  // segment. cfg: the child's settings. With cfg.blocking false the child comes back at once,
+  // made by its background set-up (startInBackground), which uses this communicator.
   static constexpr int kNoColor = -1;
-  Status split(int color, int key, const CommConfig* cfg, std::unique_ptr<CommImpl>* child);
-  const CommConfig& config() const { return cfg_; }
+  Status split(int color, int key, const CommConfig& cfg, std::unique_ptr<CommImpl>* child);
 
   // The ops this communicator made (collieRedOpCreatePreMulSum); calls hold theirs until run.
   RedOpTable& redOps() { return redOps_; }
 
+  // ---- Configs, background set-up, non-blocking ops, finalize (communicator_async.cc) ----
+  // Blocking init with settings read already (readCommConfig).
+  static StatusOr<std::unique_ptr<CommImpl>> create(BootstrapInfo info, const CommConfig& cfg);
+  // Non-blocking init: returns at once, init running through startInBackground.
+  static std::unique_ptr<CommImpl> createInBackground(BootstrapInfo info, CommConfig cfg);
+  // Runs work (set-up that must not block its caller: a non-blocking init or split) on a thread
+  // of its own and returns at once. Call once, before any op, with rank_, nranks_ and cfg_ set.
+  // While work runs, asyncError() is collieInProgress and checkReady refuses every op with
+  // collieInvalidUsage; its error then becomes asyncError() and every op's. work runs when the
+  // communicator is destroyed too: destroy() leaves the object to it, with aborting_ set.
+  void startInBackground(std::function<Status()> work);
+  // Frees c (abort: as abort() first), or while background set-up runs, sets aborting_ and
+  // leaves c to that thread, which frees it when its work returns: returns at once either way.
+  static void destroy(std::unique_ptr<CommImpl> c, bool abort);
+  // Ok where an op may start: set-up done and good, not finalized. One atomic load when ok.
+  Status checkReady(const char* op) const {
+    const int g = gate_.load(std::memory_order_acquire);
+    return g == kReady ? Status::ok() : notReady(op, g);
+  }
+  const CommConfig& config() const { return cfg_; }
+  // collieCommFinalize: refuses new ops; blocking, waits for every op issued and returns the
+  // first error; non-blocking, returns collieInProgress and asyncError() says when done.
+  Status finalize();
+  // A non-blocking communicator's ops: queued to the progress thread behind the earlier ones,
+  // returning collieInProgress; asyncError() follows them. queueJob runs job there with
+  // execMu_ held (a group of this communicator alone).
+  Status queueCollective(const CollArgs& args);
+  Status queueP2P(const P2PCall& call);
+  Status queueJob(std::function<Status()> job);
+  // "rank R", with " of communicator 'name'" where the config names it: for messages.
+  std::string who() const;
+
  private:
+  enum Gate : int { kReady = 0, kSettingUp, kSetUpFailed, kFinalized };
+  Status notReady(const char* op, int gate) const;
+  void finishBackground(const Status& s);
+  Status track(std::shared_ptr<WorkState> work);
+  Status nonBlockingState();  // caller holds nbMu_
+  void logReady() const;
+
   CommImpl() = default;
   // init's phases, in order; each fails with what went wrong, init adds where.
-  Status init(BootstrapInfo info);
-  Status configure();
+  Status init(BootstrapInfo info, const CommConfig* given = nullptr);
+  Status configure(const CommConfig* given);
   Status meet(BootstrapInfo* info);
   Status connect(const BootstrapInfo& info);
   Status setUpWaits();
@@ -96,6 +138,8 @@ class CommImpl {
   // A split child's init, from what its parent agreed (communicator_split.cc).
   struct ChildPlan;
   Status initChild(CommImpl* parent, ChildPlan& plan);
+  // The split itself, making child (a shell with its config) the new communicator.
+  Status splitInto(CommImpl* child, int color, int key);
   // Puts this communicator's connections behind their locks (SharedLink), once they are shared.
   void shareConnections();
   Status agreeOnSplit(int color, int key, bool ready, std::vector<int32_t>* all);
@@ -176,6 +220,16 @@ class CommImpl {
   std::atomic<bool> aborting_{false};
   std::unique_ptr<FailureProtocol> failure_;
   ProgressQueue progress_;
+
+  // Background set-up and non-blocking ops (communicator_async.cc).
+  std::atomic<int> gate_{kReady};  // a Gate; leaves kSettingUp under bgMu_
+  std::thread bg_;
+  mutable std::mutex bgMu_;
+  bool orphaned_ = false;  // guarded by bgMu_: destroyed while set-up ran
+  Status setUpError_;      // guarded by bgMu_
+  std::mutex nbMu_;
+  std::vector<std::shared_ptr<WorkState>> nbWork_;  // guarded by nbMu_: not yet seen done
+  Status nbError_;                                  // guarded by nbMu_: first failed op's
 };
 
 }  // namespace collie

@@ -18,6 +18,7 @@ Status CommImpl::findAlgorithm(const std::string& want, Algorithm** out) const {
 }
 
 Status CommImpl::setAlgorithm(const std::string& name) {
+  COLLIE_RETURN_IF_ERROR(checkReady("collieCommSetAlgorithm"));
   progress_.waitIdle();
   std::lock_guard<std::mutex> e(execMu_);
   Algorithm* a = nullptr;

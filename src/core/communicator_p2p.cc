@@ -14,7 +14,7 @@ std::unique_lock<std::mutex> CommImpl::lock() {
 }
 
 Status CommImpl::p2pFail(const Status& s) {
-  return failWith(s.withContext("send/recv on rank " + std::to_string(rank_)));
+  return failWith(s.withContext("send/recv on " + who()));
 }
 
 Status CommImpl::postOne(const P2PCall& c, Request* req) {
@@ -66,6 +66,7 @@ Status CommImpl::progressP2P(P2PBatch* batch, bool* progressed) {
 }
 
 Status CommImpl::recvAny(const P2PCall& call, int* peer) {
+  COLLIE_RETURN_IF_ERROR(checkReady("recv any"));
   std::unique_lock<std::mutex> l = lock();
   COLLIE_RETURN_IF_ERROR(checkFailed());
   const Deadline deadline = Deadline::afterMs(cfg_.timeoutMs);
@@ -105,6 +106,7 @@ Status CommImpl::recvAny(const P2PCall& call, int* peer) {
 }
 
 Status CommImpl::runP2PAsync(const P2PCall& call, std::shared_ptr<WorkState>* work) {
+  COLLIE_RETURN_IF_ERROR(checkReady(call.send ? "send" : "recv"));
   if (call.peer == rank_)
     return invalidUsage("an asynchronous send or receive to this rank (" + std::to_string(rank_) +
                         ") has no partner: pair them in a group");

@@ -27,7 +27,7 @@ uint64_t childCommId(uint64_t parent, uint32_t split, int color) {
 }
 
 // What each rank contributes to the agreement.
-enum : size_t { kColor, kKey, kLane, kReady, kFields };
+enum : size_t { kAgreedColor, kAgreedKey, kAgreedLane, kAgreedReady, kAgreedFields };
 
 }  // namespace
 
@@ -36,7 +36,6 @@ struct CommImpl::ChildPlan {
   std::vector<int> members;  // parent ranks, by child rank
   uint64_t commId = 0;
   uint32_t lane = 0;
-  const CommConfig* cfg = nullptr;
   std::vector<std::unique_ptr<SharedLink>> lanes;  // by parent rank
 };
 
@@ -56,36 +55,49 @@ void CommImpl::shareConnections() {
 }
 
 Status CommImpl::agreeOnSplit(int color, int key, bool ready, std::vector<int32_t>* all) {
-  all->assign(kFields * static_cast<size_t>(nranks_), 0);
-  int32_t* mine = all->data() + kFields * static_cast<size_t>(rank_);
-  mine[kColor] = color;
-  mine[kKey] = key;
-  mine[kLane] = static_cast<int32_t>(family_->nextLane.fetch_add(1));
-  mine[kReady] = ready ? 1 : 0;
+  all->assign(kAgreedFields * static_cast<size_t>(nranks_), 0);
+  int32_t* mine = all->data() + kAgreedFields * static_cast<size_t>(rank_);
+  mine[kAgreedColor] = color;
+  mine[kAgreedKey] = key;
+  mine[kAgreedLane] = static_cast<int32_t>(family_->nextLane.fetch_add(1));
+  mine[kAgreedReady] = ready ? 1 : 0;
   CollArgs a;
   a.coll = Collective::kAllGather;
   a.send = mine;
   a.recv = all->data();
-  a.count = kFields;
+  a.count = kAgreedFields;
   a.dtype = collieInt32;
   Algorithm* ring = nullptr;
   COLLIE_RETURN_IF_ERROR(findAlgorithm("ring", &ring));
   AlgoContext ctx = context(a);
   ctx.opName = "collieCommSplit";
   Status s = ring->run(a, ctx);
-  return s.isOk() ? s : fail(s.withContext("collieCommSplit on rank " + std::to_string(rank_)));
+  return s.isOk() ? s : fail(s.withContext("collieCommSplit on " + who()));
 }
 
-Status CommImpl::split(int color, int key, const CommConfig* cfg,
+Status CommImpl::split(int color, int key, const CommConfig& cfg,
                        std::unique_ptr<CommImpl>* child) {
   child->reset();
+  std::unique_ptr<CommImpl> c(new CommImpl());
+  c->cfg_ = cfg;
+  if (!cfg.blocking && color != kNoColor) {
+    CommImpl* shell = c.get();
+    shell->startInBackground([this, shell, color, key] { return splitInto(shell, color, key); });
+    *child = std::move(c);
+    return Status::ok();
+  }
+  COLLIE_RETURN_IF_ERROR(splitInto(c.get(), color, key));
+  if (color != kNoColor) *child = std::move(c);
+  return Status::ok();
+}
+
+Status CommImpl::splitInto(CommImpl* child, int color, int key) {
   progress_.waitIdle();
   std::lock_guard<std::mutex> e(execMu_);
   COLLIE_RETURN_IF_ERROR(checkFailed());
   shareConnections();
   ChildPlan plan;
   plan.commId = childCommId(commId_, splits_++, color);
-  plan.cfg = cfg != nullptr ? cfg : &cfg_;
   // The lanes open before this rank's part of the agreement leaves: a member done first may
   // send on them at once.
   bool ready = true;
@@ -107,13 +119,13 @@ Status CommImpl::split(int color, int key, const CommConfig* cfg,
   COLLIE_RETURN_IF_ERROR(agreeOnSplit(color, key, ready, &all));
   std::vector<std::pair<int32_t, int>> byKey;
   for (int p = 0; p < nranks_; ++p) {
-    const int32_t* f = &all[kFields * static_cast<size_t>(p)];
-    if (f[kReady] == 0)
+    const int32_t* f = &all[kAgreedFields * static_cast<size_t>(p)];
+    if (f[kAgreedReady] == 0)
       return invalidUsage("collieCommSplit: rank " + std::to_string(p) + " reaches a peer over " +
                           "ucx, whose connections take no further communicator yet; split " +
                           "communicators need tcp or shm between their parent's ranks");
-    plan.lane = std::max(plan.lane, static_cast<uint32_t>(f[kLane]));
-    if (color != kNoColor && f[kColor] == color) byKey.emplace_back(f[kKey], p);
+    plan.lane = std::max(plan.lane, static_cast<uint32_t>(f[kAgreedLane]));
+    if (color != kNoColor && f[kAgreedColor] == color) byKey.emplace_back(f[kAgreedKey], p);
   }
   uint32_t next = family_->nextLane.load();
   while (next <= plan.lane && !family_->nextLane.compare_exchange_weak(next, plan.lane + 1)) {
@@ -124,11 +136,8 @@ Status CommImpl::split(int color, int key, const CommConfig* cfg,
     if (k.second == rank_) plan.rank = static_cast<int>(plan.members.size());
     plan.members.push_back(k.second);
   }
-  std::unique_ptr<CommImpl> c(new CommImpl());
-  COLLIE_RETURN_IF_ERROR(c->initChild(this, plan).withContext(
-      "collieCommSplit color " + std::to_string(color) + " on rank " + std::to_string(rank_)));
-  *child = std::move(c);
-  return Status::ok();
+  return child->initChild(this, plan).withContext("collieCommSplit color " +
+                                                  std::to_string(color) + " on " + who());
 }
 
 Status CommImpl::initChild(CommImpl* parent, ChildPlan& plan) {
@@ -140,8 +149,8 @@ Status CommImpl::initChild(CommImpl* parent, ChildPlan& plan) {
   family_->members.fetch_add(1);
   how_ = "split from rank " + std::to_string(parent->rank_) + " of " +
          std::to_string(parent->nranks_);
-  cfg_ = *plan.cfg;
-  failure_.reset(new FailureProtocol(cfg_.timeoutMs, &aborting_));
+  // A background split made its failure protocol already: it holds the last error meanwhile.
+  if (!failure_) failure_.reset(new FailureProtocol(cfg_.timeoutMs, &aborting_));
   algos_ = buildAlgorithms();
   online_ = OnlineTuner(cfg_.tunerTrials, 4096, cfg_.tunerRun);
   COLLIE_RETURN_IF_ERROR(findAlgorithm(cfg_.algorithm, &forced_));

@@ -216,6 +216,31 @@ Result Communicator::abort() {
   return r;
 }
 
+Result Communicator::initRank(Communicator* out, int nranks, const collieUniqueId& id, int rank,
+                              const Config& config) {
+  if (out == nullptr) return Result(collieInvalidArgument, "out is null");
+  collieComm_t c = nullptr;
+  collieConfig_t raw = config.toC();
+  const collieResult_t r = collieCommInitRankConfig(&c, nranks, id, rank, &raw);
+  if (c != nullptr) *out = Communicator(), out->comm_ = c;
+  if (r == collieInProgress) return Result(r, "init is in progress (non-blocking)");
+  return fromC(r, nullptr);
+}
+
+Result Communicator::asyncError() const {
+  collieResult_t state = collieSuccess;
+  const collieResult_t r = collieCommGetAsyncError(comm_, &state);
+  if (r != collieSuccess) return fromC(r, comm_);
+  if (state == collieInProgress) return Result(state, "in progress");
+  return fromC(state, comm_);
+}
+
+Result Communicator::finalize() {
+  const collieResult_t r = collieCommFinalize(comm_);
+  if (r == collieInProgress) return Result(r, "finalize is in progress (non-blocking)");
+  return fromC(r, comm_);
+}
+
 Result Communicator::sizeMismatch() {
   return Result(collieInvalidArgument,
                 "send and recv views do not have the sizes the collective needs");

@@ -74,6 +74,18 @@ Status runLocked(const GroupItem* items, size_t n, CommShare* shares, size_t use
   return st;
 }
 
+// A group of one non-blocking communicator: queued to its progress thread, which holds its
+// execMu_ while the job runs. (Groups of several communicators run at their end.)
+Status queueGroup(CommImpl* comm, const GroupItem* items, size_t n) {
+  return comm->queueJob([comm, v = std::vector<GroupItem>(items, items + n)] {
+    CommShare share;
+    share.comm = comm;
+    for (const GroupItem& it : v)
+      if (!it.isCollective) share.calls.push_back(it.call);
+    return runLocked(v.data(), v.size(), &share, 1);
+  });
+}
+
 // Reused from group to group on this thread: a group end allocates nothing once warm.
 __attribute__((tls_model("initial-exec"))) thread_local std::vector<CommShare> tShares;
 
@@ -93,6 +105,7 @@ Status runItems(const GroupItem* items, size_t n) {
     if (!items[i].isCollective) shareOf(items[i].comm).calls.push_back(items[i].call);
   for (size_t i = 0; i < n; ++i)
     if (items[i].isCollective) shareOf(items[i].comm);
+  if (used == 1 && !shares[0].comm->config().blocking) return queueGroup(shares[0].comm, items, n);
   if (used == 1) {
     std::unique_lock<std::mutex> l = shares[0].comm->lock();
     return runLocked(items, n, &shares[0], 1);
@@ -138,6 +151,7 @@ Status runP2PNow(CommImpl* comm, const P2PCall& call) {
     return invalidUsage(std::string(call.send ? "send to" : "recv from") + " this rank (" +
                         std::to_string(call.peer) +
                         ") outside a group: its partner call must be in the same group");
+  if (!comm->config().blocking) return comm->queueP2P(call);
   GroupItem item;
   item.comm = comm;
   item.call = call;

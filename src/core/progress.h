@@ -40,6 +40,7 @@ struct PendingOp {
                                      // stays in flight after it ran (point-to-point)
   std::shared_ptr<DeviceOp> device;  // device memory only
   std::vector<P2PCall> calls;        // point-to-point: posted, then completed in flight
+  std::function<Status()> job;       // anything else, run in its turn (a queued group)
 };
 
 // What the progress thread does besides running ops.
@@ -63,6 +64,8 @@ class ProgressQueue {
   void push(PendingOp op);
   // Returns once no queued op is left or running: blocking calls keep call order so.
   void waitIdle();
+  // Whether no queued op is left or running (a snapshot).
+  bool idle() const { return inFlight_.load() == 0; }
 
  private:
   void loop();

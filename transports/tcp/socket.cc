@@ -16,7 +16,6 @@
 #include <thread>
 
 #include "src/base/log.h"
-#include "src/base/params.h"
 
 namespace collie {
 
@@ -84,8 +83,7 @@ static bool ifnameMatches(const std::string& spec, const char* name) {
   return exclude ? !match : match;
 }
 
-StatusOr<SockAddr> pickLocalAddress(const SockAddr* toward) {
-  std::string spec = params().getString("COLLIE_SOCKET_IFNAME");
+StatusOr<SockAddr> pickLocalAddress(const SockAddr* toward, const std::string& spec) {
   if (spec.empty() && toward != nullptr) {
     // Let the kernel's routing table say which local address reaches the peer.
     int fd = socket(toward->family(), SOCK_DGRAM, 0);
@@ -135,8 +133,9 @@ StatusOr<SockAddr> pickLocalAddress(const SockAddr* toward) {
   freeifaddrs(ifs);
   if (haveBest) return best;
   if (!spec.empty())
-    return invalidArgument("COLLIE_SOCKET_IFNAME=" + spec +
-                           " matches no up interface with an address");
+    return invalidArgument("socket interface '" + spec +
+                           "' (COLLIE_SOCKET_IFNAME or the config's socketIfname) matches no up "
+                           "interface with an address");
   if (haveLoop) return loop;
   return systemError("no usable network interface found");
 }

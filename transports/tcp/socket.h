@@ -26,10 +26,11 @@ struct SockAddr {
 StatusOr<SockAddr> parseSockAddr(const std::string& hostPort);
 StatusOr<SockAddr> resolveHost(const std::string& host, int port);
 
-// The address this host should listen on and advertise: COLLIE_SOCKET_IFNAME when set (an
-// interface name or prefix; "^name" excludes), else the source address the kernel would use to
-// reach `toward` when given, else the first up non-loopback interface, else loopback.
-StatusOr<SockAddr> pickLocalAddress(const SockAddr* toward);
+// The address this host should listen on and advertise: ifname's interface when not empty (a
+// name or prefix; "^name" excludes; COLLIE_SOCKET_IFNAME or a communicator's config), else the
+// source address the kernel would use to reach `toward` when given, else the first up
+// non-loopback interface, else loopback.
+StatusOr<SockAddr> pickLocalAddress(const SockAddr* toward, const std::string& ifname);
 
 // Listens on addr (port 0 = any) with SO_REUSEADDR; returns the fd and fills the bound address.
 StatusOr<int> listenOn(SockAddr* addr, int backlog);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/base/log.h"
+#include "src/base/params.h"
 
 namespace collie {
 
@@ -84,7 +85,8 @@ Status makeUniqueId(collieUniqueId* out) {
   id.version = kIdVersion;
   COLLIE_RETURN_IF_ERROR(randomBytes(id.secret, sizeof(id.secret)));
   COLLIE_RETURN_IF_ERROR(randomBytes(&id.commId, sizeof(id.commId)));
-  COLLIE_ASSIGN_OR_RETURN(SockAddr local, pickLocalAddress(nullptr));
+  COLLIE_ASSIGN_OR_RETURN(SockAddr local,
+                          pickLocalAddress(nullptr, params().getString("COLLIE_SOCKET_IFNAME")));
   StoreAuth auth;
   memcpy(auth.secret, id.secret, 16);
   auth.commId = id.commId;
