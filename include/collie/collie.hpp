@@ -287,6 +287,14 @@ class COLLIE_API Communicator {
   // Makes pending operations fail, tells the peers and frees the communicator.
   Result abort();
 
+  // collieCommSplit: collective over this communicator; the ranks that pass one color make *out,
+  // ranked by key. kNoColor (or an error) leaves *out empty. Without a config the child has this
+  // communicator's settings. A non-blocking child gives collieInProgress with *out valid: poll
+  // its asyncError() until it is no longer collieInProgress.
+  static constexpr int kNoColor = COLLIE_SPLIT_NOCOLOR;
+  Result split(int color, int key, Communicator* out) const;
+  Result split(int color, int key, Communicator* out, const Config& config) const;
+
   // An op that multiplies each rank's input by scalar before the sum (PreMulSum, see
   // collieRedOpCreatePreMulSum; the scalar's value is copied now). It works with allreduce,
   // reduce and reduceScatter on this communicator, for T's dtype only.

@@ -227,6 +227,33 @@ Result Communicator::initRank(Communicator* out, int nranks, const collieUniqueI
   return fromC(r, nullptr);
 }
 
+namespace {
+
+Result splitInto(collieComm_t comm, int color, int key, Communicator* out, collieConfig_t* cfg,
+                 collieComm_t* made) {
+  if (out == nullptr) return Result(collieInvalidArgument, "split: out is null");
+  const collieResult_t r = collieCommSplit(comm, color, key, made, cfg);
+  if (r == collieInProgress) return Result(r, "split is in progress (non-blocking)");
+  return fromC(r, comm);
+}
+
+}  // namespace
+
+Result Communicator::split(int color, int key, Communicator* out) const {
+  collieComm_t c = nullptr;
+  Result r = splitInto(comm_, color, key, out, nullptr, &c);
+  if (out != nullptr) *out = Communicator(), out->comm_ = c;
+  return r;
+}
+
+Result Communicator::split(int color, int key, Communicator* out, const Config& config) const {
+  collieComm_t c = nullptr;
+  collieConfig_t raw = config.toC();
+  Result r = splitInto(comm_, color, key, out, &raw, &c);
+  if (out != nullptr) *out = Communicator(), out->comm_ = c;
+  return r;
+}
+
 Result Communicator::asyncError() const {
   collieResult_t state = collieSuccess;
   const collieResult_t r = collieCommGetAsyncError(comm_, &state);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collie/collie.h"
+#include "collie/collie.hpp"
 #include "src/core/bootstrap/store.h"
 #include "tests/harness/process_world.h"
 
@@ -273,6 +274,76 @@ TEST(Split, AFailedChildFailsItsFamily) {
   opt.timeoutSec = 120;
   opt.env = {{"COLLIE_TIMEOUT_MS", "60000"}};
   auto out = runWorld(3, opt, [](int rank, Reporter& rep) { failureCases(rank, 3, rep); });
+  expectAllPassed(out);
+}
+
+// Waits for a non-blocking communicator's set-up or ops: whether they ended well within 30 s.
+bool settled(const collie::Communicator& c, Reporter& rep, const std::string& what) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    collie::Result r = c.asyncError();
+    if (r.code() != collieInProgress) {
+      if (!r) rep.fail(what + ": " + r.message());
+      return static_cast<bool>(r);
+    }
+    if (std::chrono::steady_clock::now() > until) {
+      rep.fail(what + ": still in progress after 30 s");
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+std::string lastAlgorithm(const collie::Communicator& c) {
+  const char* name = nullptr;
+  collieCommLastAlgorithm(c.handle(), &name);
+  return name != nullptr ? name : "";
+}
+
+// A split's config holds for the child alone, a child without one takes its parent's settings,
+// and a non-blocking child finishes its split and its calls through polling.
+void configCases(int rank, int n, Reporter& rep) {
+  collie::Communicator world;
+  if (!collie::Communicator::initFromEnv(&world)) return rep.fail("init");
+  Ctx c{&rep, rank};
+  const std::vector<int> all = worldOf(n);
+  collie::Communicator ringed, inherits, async;
+  collie::Result r = world.split(0, rank, &ringed, collie::Config().algorithm("ring").name("ringed"));
+  if (!r) return rep.fail("split with a config: " + r.message());
+  r = ringed.split(0, rank, &inherits);
+  if (!r) return rep.fail("split of the child: " + r.message());
+  allreduceChecked(c, world.handle(), all, 4096, 0, "world");
+  allreduceChecked(c, ringed.handle(), all, 4096, 1, "child with a config");
+  allreduceChecked(c, inherits.handle(), all, 4096, 2, "grandchild");
+  if (lastAlgorithm(world) != "tree" || lastAlgorithm(ringed) != "ring" ||
+      lastAlgorithm(inherits) != "ring")
+    rep.fail("algorithms " + lastAlgorithm(world) + ", " + lastAlgorithm(ringed) + ", " +
+             lastAlgorithm(inherits) + "; expected tree (COLLIE_ALGO), ring (the config), ring "
+             "(inherited)");
+  r = world.split(rank % 2, rank, &async, collie::Config().blocking(false));
+  if (r.code() != collieInProgress || !async.valid())
+    return rep.fail("a non-blocking split gave " + r.message());
+  if (!settled(async, rep, "non-blocking split")) return;
+  const std::vector<int> m = membersOf(n, parity(rank), parity, same);
+  std::vector<float> buf(1000);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = valueOf(rank, i, 3);
+  r = async.allreduce(collie::View<float>(buf));
+  if (r.code() != collieInProgress) rep.fail("a non-blocking child's allreduce gave " + r.message());
+  if (!settled(async, rep, "non-blocking child's allreduce")) return;
+  size_t wrong = 0;
+  for (size_t i = 0; i < buf.size(); ++i) {
+    float want = 0;
+    for (int p : m) want += valueOf(p, i, 3);
+    wrong += buf[i] != want;
+  }
+  if (wrong != 0) rep.fail("non-blocking child: " + std::to_string(wrong) + " wrong elements");
+}
+
+TEST(Split, ConfigsHoldForTheirChildAndNonBlockingSplitsFinish) {
+  WorldOptions opt;
+  opt.timeoutSec = 120;
+  opt.env = {{"COLLIE_ALGO", "tree"}};
+  auto out = runWorld(4, opt, [](int rank, Reporter& rep) { configCases(rank, 4, rep); });
   expectAllPassed(out);
 }
 
