@@ -54,8 +54,7 @@ int main(int argc, char** argv) {
     for (int all = 0; all < 2; ++all) {
       collieComm_t child = nullptr;
       t0 = nowUs();
-      if (!check(collieCommSplit(world, all ? 0 : rank % 2, rank, &child, nullptr), world,
-                 "split"))
+      if (!check(collieCommSplit(world, all ? 0 : rank % 2, rank, &child, nullptr), world, "split"))
         return 1;
       (all ? whole : parity).push_back(nowUs() - t0);
       float x = 1;

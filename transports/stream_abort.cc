@@ -149,8 +149,8 @@ void StreamConnection::dropPosted() {
   for (auto& s : socks_) {
     if (s.hdrGot == kHdr && s.hdr.magic == kFrameMagic) {
       auto it = firstOf(s, laneFor(s.hdr.commId));
-      const size_t got = s.inP2P     ? s.p2p.got
-                         : s.filling ? s.early.back().got
+      const size_t got = s.inP2P               ? s.p2p.got
+                         : s.filling           ? s.early.back().got
                          : it != s.recvs.end() ? it->got
                                                : 0;
       s.drop = s.hdr.len > got ? s.hdr.len - got : 0;

@@ -19,11 +19,7 @@ StreamConnection::StreamConnection(int peer, uint64_t commId,
                                    std::vector<std::unique_ptr<ByteStream>> streams,
                                    const StreamOptions& opt, void* peerBuf, void* localBuf,
                                    size_t bufBytes)
-    : peer_(peer),
-      opt_(opt),
-      peerBuf_(peerBuf),
-      localBuf_(localBuf),
-      bufBytes_(bufBytes) {
+    : peer_(peer), opt_(opt), peerBuf_(peerBuf), localBuf_(localBuf), bufBytes_(bufBytes) {
   socks_.resize(streams.size());
   for (size_t i = 0; i < streams.size(); ++i) socks_[i].io = std::move(streams[i]);
   lanes_.emplace_back(new Lane());

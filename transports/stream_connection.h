@@ -107,8 +107,7 @@ class StreamConnection : public Connection {
   const Status& failure() const { return failed_; }
   void setP2PPull(LanePullFn pull);
   // Sends of a lane as data through the streams (what a transport's own paths fall back to).
-  Status streamSend(Lane* lane, const void* buf, size_t bytes, const FrameTag& tag,
-                    Request* req);
+  Status streamSend(Lane* lane, const void* buf, size_t bytes, const FrameTag& tag, Request* req);
 
  private:
   friend class StreamLane;
@@ -146,11 +145,11 @@ class StreamConnection : public Connection {
     std::string abortOut;   // this rank's abort frame, after the rest of a frame begun (sends)
     size_t abortOutAt = 0;  // of it written
     bool eof = false;
-    bool filling = false;  // the frame whose header is in hdr goes into early.back()
-    std::string stash;     // bytes read past the end of a frame, read first
+    bool filling = false;      // the frame whose header is in hdr goes into early.back()
+    std::string stash;         // bytes read past the end of a frame, read first
     std::vector<char> bounce;  // where a small frame's body lands before its header is known
-    bool inP2P = false;    // the frame whose header is in hdr is a point-to-point stripe
-    StripeSink p2p;        // where that stripe's body goes
+    bool inP2P = false;        // the frame whose header is in hdr is a point-to-point stripe
+    StripeSink p2p;            // where that stripe's body goes
     Lane* p2pLane = nullptr;
   };
 

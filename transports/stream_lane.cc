@@ -149,9 +149,8 @@ void StreamConnection::setP2PPull(LanePullFn pull) {
   for (auto& l : lanes_) {
     const uint64_t id = l->commId;
     l->p2p.setPull([this, id](const RendezvousBody& b, char* dst, size_t bytes, uint32_t tag,
-                              uint64_t seq, bool* pulled) {
-      return pull_(id, b, dst, bytes, tag, seq, pulled);
-    });
+                              uint64_t seq,
+                              bool* pulled) { return pull_(id, b, dst, bytes, tag, seq, pulled); });
   }
 }
 

@@ -17,8 +17,8 @@ ssize_t StreamConnection::readSome(Sock& s, void* buf, size_t n) {
 }
 
 bool StreamConnection::p2pHeader(const Sock& s) const {
-  return s.hdrGot == sizeof(FrameHeader) && s.hdr.magic == kFrameMagic &&
-         isP2PFrame(s.hdr.coll) && laneFor(s.hdr.commId) != nullptr;
+  return s.hdrGot == sizeof(FrameHeader) && s.hdr.magic == kFrameMagic && isP2PFrame(s.hdr.coll) &&
+         laneFor(s.hdr.commId) != nullptr;
 }
 
 void StreamConnection::p2pSend(Lane* lane, const void* buf, size_t bytes, const FrameTag& tag,

@@ -101,9 +101,7 @@ class Connection : public AbortLink {
   // (both sides open it with the same). A lane has none of the optional capabilities above. The
   // connection and all its lanes are driven by one thread at a time; a lane is closed by
   // destroying it, before the connection. Null where the transport has no lanes.
-  virtual std::unique_ptr<Connection> openLane(uint64_t commId, uint32_t number) {
-    return nullptr;
-  }
+  virtual std::unique_ptr<Connection> openLane(uint64_t commId, uint32_t number) { return nullptr; }
 };
 
 // The slots of the staging buffers of the ranks on this host, for algorithms that synchronise

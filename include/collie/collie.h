@@ -113,7 +113,6 @@ COLLIE_API collieResult_t collieCommDestroy(collieComm_t comm);
  */
 COLLIE_API collieResult_t collieCommAbort(collieComm_t comm);
 
-
 COLLIE_API collieResult_t collieCommCount(const collieComm_t comm, int* count);
 COLLIE_API collieResult_t collieCommUserRank(const collieComm_t comm, int* rank);
 

@@ -86,13 +86,14 @@ Status CommImpl::connect(const BootstrapInfo& info) {
   COLLIE_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Transport>> transports, makeTransports(tc));
   StoreExchange exchange(family_->rv.store.get(), rank_);
   COLLIE_ASSIGN_OR_RETURN(
-      family_->mesh, TransportMesh::connect(std::move(transports), layout_.places, rank_,
-                                            &exchange, cfg_.transports.restriction, initDeadline_));
+      family_->mesh, TransportMesh::connect(std::move(transports), layout_.places, rank_, &exchange,
+                                            cfg_.transports.restriction, initDeadline_));
   TransportMesh& mesh = *family_->mesh;
   for (int p = 0; p < nranks_; ++p) {
     family_->wire.emplace_back(new std::mutex());
     conns_.push_back(mesh.connections()[p]);
-    if (p != rank_) COLLIE_INFO(kLogInit, "%s -> peer rank %d via %s", who().c_str(), p, mesh.via(p));
+    if (p != rank_)
+      COLLIE_INFO(kLogInit, "%s -> peer rank %d via %s", who().c_str(), p, mesh.via(p));
   }
   COLLIE_RETURN_IF_ERROR(leaveRendezvous(&family_->rv, rank_, nranks_, initDeadline_));
   attachConnections();

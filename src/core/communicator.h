@@ -175,14 +175,14 @@ class CommImpl {
   bool oversubscribed_ = false;
   std::shared_ptr<Family> family_;
   uint64_t commId_ = 0;
-  std::vector<int> familyRank_;  // by rank: the rank of the family's connection to it
+  std::vector<int> familyRank_;      // by rank: the rank of the family's connection to it
   std::vector<RankRecord> records_;  // by rank
   // By rank (this rank's null): what the algorithms use, the family's connections, or links
   // to them (SharedLink) once they are shared. links_ owns the links.
   std::vector<Connection*> conns_;
   std::vector<std::unique_ptr<Connection>> links_;
   bool shared_ = false;
-  uint32_t splits_ = 0;        // guarded by execMu_
+  uint32_t splits_ = 0;           // guarded by execMu_
   std::unique_ptr<Store> store_;  // a child's names in the family's store
   std::vector<std::unique_ptr<Algorithm>> algos_;
   Algorithm* forced_ = nullptr;  // COLLIE_ALGO or setAlgorithm; guarded by execMu_

@@ -30,7 +30,9 @@ std::string CommImpl::who() const { return "rank " + std::to_string(rank_) + nam
 void CommImpl::logReady() const {
   std::string peers;
   for (int p = 0; p < nranks_; ++p)
-    if (p != rank_) peers += " " + std::to_string(p) + ":" + family_->mesh->via(familyRank_[static_cast<size_t>(p)]);
+    if (p != rank_)
+      peers +=
+          " " + std::to_string(p) + ":" + family_->mesh->via(familyRank_[static_cast<size_t>(p)]);
   COLLIE_INFO(kLogInit,
               "%s ready (%d ranks, %s): peers%s; timeout %lld ms, connect %lld ms; algorithm %s; "
               "socket interface '%s'; nsocks %d; chunk %zu bytes",

@@ -136,8 +136,8 @@ Status CommImpl::splitInto(CommImpl* child, int color, int key) {
     if (k.second == rank_) plan.rank = static_cast<int>(plan.members.size());
     plan.members.push_back(k.second);
   }
-  return child->initChild(this, plan).withContext("collieCommSplit color " +
-                                                  std::to_string(color) + " on " + who());
+  return child->initChild(this, plan)
+      .withContext("collieCommSplit color " + std::to_string(color) + " on " + who());
 }
 
 Status CommImpl::initChild(CommImpl* parent, ChildPlan& plan) {
@@ -147,8 +147,8 @@ Status CommImpl::initChild(CommImpl* parent, ChildPlan& plan) {
   commId_ = plan.commId;
   family_ = parent->family_;
   family_->members.fetch_add(1);
-  how_ = "split from rank " + std::to_string(parent->rank_) + " of " +
-         std::to_string(parent->nranks_);
+  how_ =
+      "split from rank " + std::to_string(parent->rank_) + " of " + std::to_string(parent->nranks_);
   // A background split made its failure protocol already: it holds the last error meanwhile.
   if (!failure_) failure_.reset(new FailureProtocol(cfg_.timeoutMs, &aborting_));
   algos_ = buildAlgorithms();

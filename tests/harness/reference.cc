@@ -48,10 +48,14 @@ double expectedValue(collieDataType_t t, collieRedOp_t op, size_t i, int n) {
   double acc = inputValue(t, op, 0, i, n);
   for (int r = 1; r < n; ++r) {
     double v = inputValue(t, op, r, i, n);
-    if (op == collieProd) acc *= v;
-    else if (op == collieMin) acc = std::fmin(acc, v);
-    else if (op == collieMax) acc = std::fmax(acc, v);
-    else acc += v;
+    if (op == collieProd)
+      acc *= v;
+    else if (op == collieMin)
+      acc = std::fmin(acc, v);
+    else if (op == collieMax)
+      acc = std::fmax(acc, v);
+    else
+      acc += v;
   }
   if (op == collieAvg) acc = isFloatDtype(t) ? acc / n : std::trunc(acc / n);
   return acc;
@@ -72,37 +76,75 @@ static void storeRaw(void* buf, size_t i, T v) {
 
 double loadAsDouble(const void* buf, collieDataType_t t, size_t i) {
   switch (t) {
-    case collieInt8: return loadRaw<int8_t>(buf, i);
-    case collieUint8: return loadRaw<uint8_t>(buf, i);
-    case collieInt32: return loadRaw<int32_t>(buf, i);
-    case collieUint32: return loadRaw<uint32_t>(buf, i);
-    case collieInt64: return static_cast<double>(loadRaw<int64_t>(buf, i));
-    case collieUint64: return static_cast<double>(loadRaw<uint64_t>(buf, i));
-    case collieFloat16: return halfToFloat(loadRaw<uint16_t>(buf, i));
-    case collieFloat32: return loadRaw<float>(buf, i);
-    case collieFloat64: return loadRaw<double>(buf, i);
-    case collieBfloat16: return bf16ToFloat(loadRaw<uint16_t>(buf, i));
-    case collieFloat8e4m3: return fp8Decode(kE4m3Spec, loadRaw<uint8_t>(buf, i));
-    case collieFloat8e5m2: return fp8Decode(kE5m2Spec, loadRaw<uint8_t>(buf, i));
-    default: return NAN;
+    case collieInt8:
+      return loadRaw<int8_t>(buf, i);
+    case collieUint8:
+      return loadRaw<uint8_t>(buf, i);
+    case collieInt32:
+      return loadRaw<int32_t>(buf, i);
+    case collieUint32:
+      return loadRaw<uint32_t>(buf, i);
+    case collieInt64:
+      return static_cast<double>(loadRaw<int64_t>(buf, i));
+    case collieUint64:
+      return static_cast<double>(loadRaw<uint64_t>(buf, i));
+    case collieFloat16:
+      return halfToFloat(loadRaw<uint16_t>(buf, i));
+    case collieFloat32:
+      return loadRaw<float>(buf, i);
+    case collieFloat64:
+      return loadRaw<double>(buf, i);
+    case collieBfloat16:
+      return bf16ToFloat(loadRaw<uint16_t>(buf, i));
+    case collieFloat8e4m3:
+      return fp8Decode(kE4m3Spec, loadRaw<uint8_t>(buf, i));
+    case collieFloat8e5m2:
+      return fp8Decode(kE5m2Spec, loadRaw<uint8_t>(buf, i));
+    default:
+      return NAN;
   }
 }
 
 void storeFromDouble(void* buf, collieDataType_t t, size_t i, double v) {
   switch (t) {
-    case collieInt8: storeRaw(buf, i, static_cast<int8_t>(v)); break;
-    case collieUint8: storeRaw(buf, i, static_cast<uint8_t>(v)); break;
-    case collieInt32: storeRaw(buf, i, static_cast<int32_t>(v)); break;
-    case collieUint32: storeRaw(buf, i, static_cast<uint32_t>(v)); break;
-    case collieInt64: storeRaw(buf, i, static_cast<int64_t>(v)); break;
-    case collieUint64: storeRaw(buf, i, static_cast<uint64_t>(v)); break;
-    case collieFloat16: storeRaw(buf, i, floatToHalf(static_cast<float>(v))); break;
-    case collieFloat32: storeRaw(buf, i, static_cast<float>(v)); break;
-    case collieFloat64: storeRaw(buf, i, v); break;
-    case collieBfloat16: storeRaw(buf, i, floatToBf16(static_cast<float>(v))); break;
-    case collieFloat8e4m3: storeRaw(buf, i, fp8Encode(kE4m3Spec, v)); break;
-    case collieFloat8e5m2: storeRaw(buf, i, fp8Encode(kE5m2Spec, v)); break;
-    default: break;
+    case collieInt8:
+      storeRaw(buf, i, static_cast<int8_t>(v));
+      break;
+    case collieUint8:
+      storeRaw(buf, i, static_cast<uint8_t>(v));
+      break;
+    case collieInt32:
+      storeRaw(buf, i, static_cast<int32_t>(v));
+      break;
+    case collieUint32:
+      storeRaw(buf, i, static_cast<uint32_t>(v));
+      break;
+    case collieInt64:
+      storeRaw(buf, i, static_cast<int64_t>(v));
+      break;
+    case collieUint64:
+      storeRaw(buf, i, static_cast<uint64_t>(v));
+      break;
+    case collieFloat16:
+      storeRaw(buf, i, floatToHalf(static_cast<float>(v)));
+      break;
+    case collieFloat32:
+      storeRaw(buf, i, static_cast<float>(v));
+      break;
+    case collieFloat64:
+      storeRaw(buf, i, v);
+      break;
+    case collieBfloat16:
+      storeRaw(buf, i, floatToBf16(static_cast<float>(v)));
+      break;
+    case collieFloat8e4m3:
+      storeRaw(buf, i, fp8Encode(kE4m3Spec, v));
+      break;
+    case collieFloat8e5m2:
+      storeRaw(buf, i, fp8Encode(kE5m2Spec, v));
+      break;
+    default:
+      break;
   }
 }
 
@@ -119,13 +161,20 @@ void fillInputAt(void* buf, collieDataType_t t, collieRedOp_t op, int rank, size
 static double tolerance(collieDataType_t t, collieRedOp_t op) {
   if (op != collieAvg) return 0;  // every other result is exact by construction
   switch (t) {
-    case collieFloat16: return 1e-3;
-    case collieBfloat16: return 8e-3;
-    case collieFloat8e4m3: return 0x1p-4;  // half a unit in the last place
-    case collieFloat8e5m2: return 0x1p-3;
-    case collieFloat32: return 1e-6;
-    case collieFloat64: return 1e-12;
-    default: return 0;
+    case collieFloat16:
+      return 1e-3;
+    case collieBfloat16:
+      return 8e-3;
+    case collieFloat8e4m3:
+      return 0x1p-4;  // half a unit in the last place
+    case collieFloat8e5m2:
+      return 0x1p-3;
+    case collieFloat32:
+      return 1e-6;
+    case collieFloat64:
+      return 1e-12;
+    default:
+      return 0;
   }
 }
 

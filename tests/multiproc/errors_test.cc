@@ -60,7 +60,7 @@ TEST_F(ErrorsTest, BadArgumentsGetInvalidArgumentWithMessage) {
   expectErr(collieAllReduce(buf, buf, 4, static_cast<collieDataType_t>(-1), collieSum, c, nullptr),
             collieInvalidArgument, "unknown datatype");
   expectErr(collieAllReduce(buf, buf, 4, collieFloat32, static_cast<collieRedOp_t>(17), c, nullptr),
-            collieInvalidArgument, "unknown reduction op");
+            collieInvalidArgument, "reduction op 17 is not a live op");
   expectErr(collieAllReduce(buf, buf + 1, 3, collieFloat32, collieSum, c, nullptr),
             collieInvalidArgument, "overlap");
   // Host memory ignores the stream (device memory would be enqueued on it).

@@ -79,8 +79,8 @@ int reversed(int r) { return -r; }
 int same(int r) { return r; }
 
 // Splits world by colorOf/keyOf and checks the child's rank, size and an AllReduce.
-collieComm_t splitChecked(Ctx& c, collieComm_t world, int n, int (*colorOf)(int),
-                          int (*keyOf)(int), const std::string& what) {
+collieComm_t splitChecked(Ctx& c, collieComm_t world, int n, int (*colorOf)(int), int (*keyOf)(int),
+                          const std::string& what) {
   collieComm_t child = nullptr;
   if (!c.ok(collieCommSplit(world, colorOf(c.rank), keyOf(c.rank), &child, nullptr), world, what))
     return nullptr;
@@ -190,7 +190,8 @@ Holdings holdings() {
     closedir(d);
   }
   std::ifstream maps("/proc/self/maps");
-  for (std::string line; std::getline(maps, line);) h.shmMaps += line.find("/dev/shm/") != std::string::npos;
+  for (std::string line; std::getline(maps, line);)
+    h.shmMaps += line.find("/dev/shm/") != std::string::npos;
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);)
     if (line.rfind("VmRSS:", 0) == 0) h.rssKb = std::stol(line.substr(6));
@@ -308,7 +309,8 @@ void configCases(int rank, int n, Reporter& rep) {
   Ctx c{&rep, rank};
   const std::vector<int> all = worldOf(n);
   collie::Communicator ringed, inherits, async;
-  collie::Result r = world.split(0, rank, &ringed, collie::Config().algorithm("ring").name("ringed"));
+  collie::Result r =
+      world.split(0, rank, &ringed, collie::Config().algorithm("ring").name("ringed"));
   if (!r) return rep.fail("split with a config: " + r.message());
   r = ringed.split(0, rank, &inherits);
   if (!r) return rep.fail("split of the child: " + r.message());
@@ -318,7 +320,8 @@ void configCases(int rank, int n, Reporter& rep) {
   if (lastAlgorithm(world) != "tree" || lastAlgorithm(ringed) != "ring" ||
       lastAlgorithm(inherits) != "ring")
     rep.fail("algorithms " + lastAlgorithm(world) + ", " + lastAlgorithm(ringed) + ", " +
-             lastAlgorithm(inherits) + "; expected tree (COLLIE_ALGO), ring (the config), ring "
+             lastAlgorithm(inherits) +
+             "; expected tree (COLLIE_ALGO), ring (the config), ring "
              "(inherited)");
   r = world.split(rank % 2, rank, &async, collie::Config().blocking(false));
   if (r.code() != collieInProgress || !async.valid())
@@ -328,7 +331,8 @@ void configCases(int rank, int n, Reporter& rep) {
   std::vector<float> buf(1000);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = valueOf(rank, i, 3);
   r = async.allreduce(collie::View<float>(buf));
-  if (r.code() != collieInProgress) rep.fail("a non-blocking child's allreduce gave " + r.message());
+  if (r.code() != collieInProgress)
+    rep.fail("a non-blocking child's allreduce gave " + r.message());
   if (!settled(async, rep, "non-blocking child's allreduce")) return;
   size_t wrong = 0;
   for (size_t i = 0; i < buf.size(); ++i) {

@@ -390,7 +390,7 @@ TEST(ColliePerf, EveryCollectiveIsCheckedWithItsBusFactor) {
     ASSERT_EQ(run.exitCode, 0) << c.coll << ": " << run.out;
     EXPECT_TRUE(contains(run.out, "# Out of bounds values : 0 OK")) << run.out;
     std::vector<Row> rows = parseRows(run.out);
-    EXPECT_EQ(rows.size(), 10u * 3u) << c.coll << run.out;  // every datatype, 1K 4K 16K
+    EXPECT_EQ(rows.size(), 12u * 3u) << c.coll << run.out;  // every datatype, 1K 4K 16K
     for (const Row& r : rows) {
       EXPECT_EQ(r.op, c.op) << c.coll;
       EXPECT_EQ(r.root, c.root) << c.coll;
@@ -433,7 +433,7 @@ TEST(ColliePerf, SendRecvAlltoAllGatherScatterAreChecked) {
     EXPECT_TRUE(contains(run.out, std::string("# Collective test starting: ") + c.coll)) << run.out;
     EXPECT_TRUE(contains(run.out, "# Out of bounds values : 0 OK")) << run.out;
     std::vector<Row> rows = parseRows(run.out);
-    EXPECT_EQ(rows.size(), 10u * 2u) << c.coll << run.out;  // every datatype, 1K and 16K
+    EXPECT_EQ(rows.size(), 12u * 2u) << c.coll << run.out;  // every datatype, 1K and 16K
     for (const Row& r : rows) {
       EXPECT_EQ(r.op, "none") << c.coll;
       EXPECT_EQ(r.root, c.root) << c.coll;

@@ -79,7 +79,7 @@ Status ShmConnection::answer(const FrameHeader& h) {
     return l.commId == h.commId && l.tag.tag == h.tag && l.tag.seq == h.seq;
   });
   if (it == lent_.end() && laneFor(h.commId) == nullptr) return Status::ok();  // a closed lane's
-  if (it == lent_.end()) return deliverP2P(FrameHeader{}, nullptr);  // garbled: fails
+  if (it == lent_.end()) return deliverP2P(FrameHeader{}, nullptr);            // garbled: fails
   const Lent l = *it;
   lent_.erase(it);
   if (h.algo == kP2PFinished) {

@@ -25,7 +25,8 @@ class ShmConnection : public StreamConnection {
         mail_(std::move(mail)),
         peerReads_(lend) {
     setP2PPull([this](uint64_t comm, const RendezvousBody& b, char* dst, size_t bytes, uint32_t tag,
-                      uint64_t seq, bool* pulled) { return pull(comm, b, dst, bytes, tag, seq, pulled); });
+                      uint64_t seq,
+                      bool* pulled) { return pull(comm, b, dst, bytes, tag, seq, pulled); });
   }
   ShmSlots* shmSlots() override { return slots_.get(); }
   PeerMemory* peerMemory() override { return memory_.get(); }
