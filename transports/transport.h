@@ -102,6 +102,9 @@ class Connection : public AbortLink {
   // connection and all its lanes are driven by one thread at a time; a lane is closed by
   // destroying it, before the connection. Null where the transport has no lanes.
   virtual std::unique_ptr<Connection> openLane(uint64_t commId, uint32_t number) { return nullptr; }
+  // Whether frames of a lane not opened yet wait for it (else the lane must be open before the
+  // peer may send on it, and its number is not known yet then: 0).
+  virtual bool lanesOpenLate() const { return false; }
 };
 
 // The slots of the staging buffers of the ranks on this host, for algorithms that synchronise

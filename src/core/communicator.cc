@@ -89,8 +89,12 @@ Status CommImpl::connect(const BootstrapInfo& info) {
       family_->mesh, TransportMesh::connect(std::move(transports), layout_.places, rank_, &exchange,
                                             cfg_.transports.restriction, initDeadline_));
   TransportMesh& mesh = *family_->mesh;
+  std::mutex* ucx = nullptr;  // every ucx connection moves the one worker
   for (int p = 0; p < nranks_; ++p) {
-    family_->wire.emplace_back(new std::mutex());
+    const bool shared = strcmp(mesh.via(p), "ucx") == 0 && ucx != nullptr;
+    if (!shared) family_->locks.emplace_back(new std::mutex());
+    family_->wire.push_back(shared ? ucx : family_->locks.back().get());
+    if (strcmp(mesh.via(p), "ucx") == 0) ucx = family_->wire.back();
     conns_.push_back(mesh.connections()[p]);
     if (p != rank_)
       COLLIE_INFO(kLogInit, "%s -> peer rank %d via %s", who().c_str(), p, mesh.via(p));
@@ -215,6 +219,9 @@ CommImpl::~CommImpl() {
   links_.clear();  // a child's lanes close; the family's connections stay for the others
   store_.reset();
   if (family_) family_->members.fetch_sub(1);
+  // Now, while this communicator's buffers live: the last one out lingers on the connections,
+  // and a transport may still write into what a failed op had posted until it is closed.
+  family_.reset();
 }
 
 Family::~Family() {

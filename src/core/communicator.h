@@ -143,6 +143,9 @@ class CommImpl {
   // Puts this communicator's connections behind their locks (SharedLink), once they are shared.
   void shareConnections();
   Status agreeOnSplit(int color, int key, bool ready, std::vector<int32_t>* all);
+  // Opens plan's lanes on the family's connections (see Connection::lanesOpenLate): false where
+  // a connection refused one.
+  bool openLanes(ChildPlan* plan, bool late);
   void attachConnections();
 
   Status execute(const CollArgs& args, DeviceOp* device = nullptr);  // caller holds execMu_

@@ -45,13 +45,35 @@ void CommImpl::shareConnections() {
   links_.resize(static_cast<size_t>(nranks_));
   for (int p = 0; p < nranks_; ++p) {
     if (conns_[p] == nullptr) continue;
-    std::mutex* mu = family_->wire[static_cast<size_t>(familyRank_[p])].get();
+    std::mutex* mu = family_->wire[static_cast<size_t>(familyRank_[p])];
     links_[p].reset(new SharedLink(conns_[p], nullptr, mu));
     conns_[p] = links_[p].get();
   }
   shared_ = true;
   attachConnections();
   setUpWaits();
+}
+
+bool CommImpl::openLanes(ChildPlan* plan, bool late) {
+  // Before the agreement: lanes that must be open before a peer sends (it may finish first);
+  // after it, with the agreed number, those whose transport keeps early messages, to members.
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    const size_t f = static_cast<size_t>(familyRank_[static_cast<size_t>(p)]);
+    Connection* conn = family_->mesh->connections()[f];
+    if (conn->lanesOpenLate() != late) continue;
+    if (late && std::find(plan->members.begin(), plan->members.end(), p) == plan->members.end())
+      continue;
+    std::unique_ptr<Connection> lane;
+    {
+      std::lock_guard<std::mutex> w(*family_->wire[f]);
+      lane = conn->openLane(plan->commId, late ? plan->lane : 0);
+    }
+    if (lane == nullptr) return false;
+    plan->lanes[static_cast<size_t>(p)].reset(
+        new SharedLink(nullptr, std::move(lane), family_->wire[f]));
+  }
+  return true;
 }
 
 Status CommImpl::agreeOnSplit(int color, int key, bool ready, std::vector<int32_t>* all) {
@@ -100,30 +122,16 @@ Status CommImpl::splitInto(CommImpl* child, int color, int key) {
   plan.commId = childCommId(commId_, splits_++, color);
   // The lanes open before this rank's part of the agreement leaves: a member done first may
   // send on them at once.
-  bool ready = true;
   plan.lanes.resize(static_cast<size_t>(nranks_));
-  if (color != kNoColor) {
-    for (int p = 0; p < nranks_ && ready; ++p) {
-      if (p == rank_) continue;
-      std::mutex* mu = family_->wire[static_cast<size_t>(familyRank_[p])].get();
-      std::unique_ptr<Connection> lane;
-      {
-        std::lock_guard<std::mutex> w(*mu);
-        lane = family_->mesh->connections()[familyRank_[p]]->openLane(plan.commId, 0);
-      }
-      ready = lane != nullptr;
-      if (ready) plan.lanes[p].reset(new SharedLink(nullptr, std::move(lane), mu));
-    }
-  }
+  const bool ready = color == kNoColor || openLanes(&plan, /*late=*/false);
   std::vector<int32_t> all;
   COLLIE_RETURN_IF_ERROR(agreeOnSplit(color, key, ready, &all));
   std::vector<std::pair<int32_t, int>> byKey;
   for (int p = 0; p < nranks_; ++p) {
     const int32_t* f = &all[kAgreedFields * static_cast<size_t>(p)];
     if (f[kAgreedReady] == 0)
-      return invalidUsage("collieCommSplit: rank " + std::to_string(p) + " reaches a peer over " +
-                          "ucx, whose connections take no further communicator yet; split " +
-                          "communicators need tcp or shm between their parent's ranks");
+      return invalidUsage("collieCommSplit: rank " + std::to_string(p) + " reaches a peer " +
+                          "over a transport whose connections take no further communicator");
     plan.lane = std::max(plan.lane, static_cast<uint32_t>(f[kAgreedLane]));
     if (color != kNoColor && f[kAgreedColor] == color) byKey.emplace_back(f[kAgreedKey], p);
   }
@@ -136,6 +144,9 @@ Status CommImpl::splitInto(CommImpl* child, int color, int key) {
     if (k.second == rank_) plan.rank = static_cast<int>(plan.members.size());
     plan.members.push_back(k.second);
   }
+  if (!openLanes(&plan, /*late=*/true))
+    return invalidUsage("collieCommSplit on " + who() + ": lane " + std::to_string(plan.lane) +
+                        " is taken on a ucx connection (over 1023 splits of one family)");
   return child->initChild(this, plan)
       .withContext("collieCommSplit color " + std::to_string(color) + " on " + who());
 }

@@ -22,7 +22,9 @@ struct Family {
   // By family rank: held by whichever thread moves that connection or any of its lanes. A thread
   // waiting on a shared connection waits for the lock only for one progress call, never for
   // another communicator's whole op: each moves every lane's frames.
-  std::vector<std::unique_ptr<std::mutex>> wire;
+  // Connections of one transport that share its state (ucx: one worker) share one lock.
+  std::vector<std::mutex*> wire;
+  std::vector<std::unique_ptr<std::mutex>> locks;  // what wire points to
   // The next lane number this rank proposes (see CommImpl::split).
   std::atomic<uint32_t> nextLane{1};
   // Communicators of the family alive in this process.

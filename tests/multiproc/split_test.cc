@@ -166,7 +166,11 @@ void splitCases(int rank, int n, Reporter& rep) {
 }
 
 TEST(Split, ColorsKeysNestedThreadsAndDestroyOrder) {
-  for (const char* transport : {"tcp", "shm"}) {
+  std::vector<const char*> transports = {"tcp", "shm"};
+#ifdef COLLIE_HAVE_UCX
+  transports.push_back("ucx");
+#endif
+  for (const char* transport : transports) {
     WorldOptions opt;
     opt.timeoutSec = 120;
     opt.env = {{"COLLIE_TRANSPORT", transport}};

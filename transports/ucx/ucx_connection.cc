@@ -1,8 +1,9 @@
 // UcxConnection: tagged frames to and from one peer over the communicator's UCX worker.
 //
-// Tags: bit 63 marks the abort channel, bit 62 point-to-point messages, bits 40..61 hold the
-// sender's rank, bits 0..39 the sender's count of messages to this peer (collectives) or the
-// user's tag (point-to-point: UCX keeps the order of one sender's messages of one tag). A receive
+// Tags: bit 63 marks the abort channel, bit 62 point-to-point messages, bits 42..61 hold the
+// sender's rank, bits 32..41 the lane (0, or a split communicator's number), bits 0..31 the
+// sender's count of messages to this peer on the lane (collectives) or the user's tag
+// (point-to-point: UCX keeps the order of one sender's messages of one tag). A receive
 // names the exact tag it wants (full mask), so the k-th receive posted for a peer takes the k-th
 // message that peer sent to this rank, whichever order UCX delivers them in: the same per-peer FIFO
 // the stream transports have.
@@ -26,8 +27,9 @@ namespace {
 
 constexpr uint64_t kAbortChannel = uint64_t{1} << 63;
 constexpr uint64_t kP2PChannel = uint64_t{1} << 62;
-constexpr int kRankShift = 40;
-constexpr uint64_t kSeqMask = (uint64_t{1} << kRankShift) - 1;
+constexpr int kRankShift = 42;
+constexpr int kLaneShift = 32;
+constexpr uint64_t kSeqMask = (uint64_t{1} << kLaneShift) - 1;
 constexpr ucp_tag_t kExactTag = ~ucp_tag_t{0};
 constexpr size_t kHdr = sizeof(FrameHeader);
 // Payloads up to this size travel in one contiguous copy with their header.
@@ -37,12 +39,14 @@ constexpr size_t kSmallMessage = 4096;
 constexpr uint32_t kRecvAttrs = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                                 UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
 
-ucp_tag_t dataTag(int sender, uint64_t seq) {
-  return (static_cast<uint64_t>(sender) << kRankShift) | (seq & kSeqMask);
+ucp_tag_t dataTag(int sender, uint32_t lane, uint64_t seq) {
+  return (static_cast<uint64_t>(sender) << kRankShift) | (uint64_t{lane} << kLaneShift) |
+         (seq & kSeqMask);
 }
 
-ucp_tag_t p2pTag(int sender, uint32_t userTag) {
-  return kP2PChannel | (static_cast<uint64_t>(sender) << kRankShift) | userTag;
+ucp_tag_t p2pTag(int sender, uint32_t lane, uint32_t userTag) {
+  return kP2PChannel | (static_cast<uint64_t>(sender) << kRankShift) |
+         (uint64_t{lane} << kLaneShift) | userTag;
 }
 
 ucp_tag_t abortTag(int sender) {
@@ -70,7 +74,9 @@ void frameBuffers(UcxOp* op, ucp_request_param_t* p, void** buffer, size_t* coun
 }  // namespace
 
 UcxConnection::UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode)
-    : t_(transport), api_(transport->api_), peer_(peer), ep_(ep), peerMode_(peerMode) {}
+    : t_(transport), api_(transport->api_), peer_(peer), ep_(ep), peerMode_(peerMode) {
+  lane0_.commId = t_->commId_;
+}
 
 UcxConnection::~UcxConnection() {
   // Nobody waits for these any more; the receives (the abort one included) are cancelled, and
@@ -144,7 +150,8 @@ Status UcxConnection::post(UcxOp* op, ucs_status_ptr_t sp) {
   return failed_;
 }
 
-Status UcxConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+Status UcxConnection::sendOn(Lane& lane, const void* buf, size_t bytes, const FrameTag& tag,
+                             Request* req) {
   req->start(bytes, tag, true, peer_);
   if (!failed_.isOk()) return failed_;
   if (!peerLost_.isOk()) return fail(peerLost_);
@@ -154,7 +161,7 @@ Status UcxConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, 
   op->kind = UcxOp::kSend;
   op->data = static_cast<char*>(const_cast<void*>(buf));
   op->len = bytes;
-  op->hdr = encodeFrame(t_->commId_, tag, bytes);
+  op->hdr = encodeFrame(lane.commId, tag, bytes);
   ucp_request_param_t p{};
   p.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
@@ -169,12 +176,13 @@ Status UcxConnection::isend(const void* buf, size_t bytes, const FrameTag& tag, 
   }
   op->posting = true;
   track(op);
-  const ucp_tag_t wire =
-      isP2PFrame(tag.coll) ? p2pTag(t_->rank_, tag.tag) : dataTag(t_->rank_, sendSeq_++);
+  const ucp_tag_t wire = isP2PFrame(tag.coll) ? p2pTag(t_->rank_, lane.number, tag.tag)
+                                              : dataTag(t_->rank_, lane.number, lane.sendSeq++);
   return post(op, api_->tagSendNbx(ep_, buffer, count, wire, &p));
 }
 
-Status UcxConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) {
+Status UcxConnection::recvOn(Lane& lane, void* buf, size_t bytes, const FrameTag& tag,
+                             Request* req) {
   req->start(bytes, tag, false, peer_);
   if (!failed_.isOk()) return failed_;
   if (!peerLost_.isOk()) return fail(peerLost_);
@@ -185,6 +193,7 @@ Status UcxConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Reques
   op->data = static_cast<char*>(buf);
   op->len = bytes;
   op->expect = tag;
+  op->commId = lane.commId;
   ucp_request_param_t p{};
   p.op_attr_mask = kRecvAttrs;
   p.cb.recv = &UcxConnection::recvCallback;
@@ -194,13 +203,15 @@ Status UcxConnection::irecv(void* buf, size_t bytes, const FrameTag& tag, Reques
   frameBuffers(op, &p, &buffer, &count);
   op->posting = true;
   track(op);
-  const ucp_tag_t wire = isP2PFrame(tag.coll) ? p2pTag(peer_, tag.tag) : dataTag(peer_, recvSeq_++);
+  const ucp_tag_t wire = isP2PFrame(tag.coll) ? p2pTag(peer_, lane.number, tag.tag)
+                                              : dataTag(peer_, lane.number, lane.recvSeq++);
   return post(op, api_->tagRecvNbx(t_->worker_, buffer, count, wire, kExactTag, &p));
 }
 
-bool UcxConnection::p2pArrived(uint32_t tag, uint64_t) {
+bool UcxConnection::arrivedOn(const Lane& lane, uint32_t tag) {
   ucp_tag_recv_info_t info;
-  return api_->tagProbeNb(t_->worker_, p2pTag(peer_, tag), kExactTag, 0, &info) != nullptr;
+  return api_->tagProbeNb(t_->worker_, p2pTag(peer_, lane.number, tag), kExactTag, 0, &info) !=
+         nullptr;
 }
 
 Status UcxConnection::postAbortRecv() {
@@ -264,7 +275,7 @@ void UcxConnection::finishRecv(UcxOp* op, ucs_status_t status, size_t length) {
   }
   FrameHeader h;
   memcpy(&h, op->small ? static_cast<const void*>(op->bounce.data()) : &op->hdr, kHdr);
-  Status st = checkFrame(h, t_->commId_, op->expect, op->len, peer_);
+  Status st = checkFrame(h, op->commId, op->expect, op->len, peer_);
   if (!st.isOk()) {
     fail(st);
     return;
@@ -283,7 +294,7 @@ void UcxConnection::finishAbortRecv(UcxOp* op, ucs_status_t status, size_t lengt
   if (status != UCS_OK && status != UCS_ERR_MESSAGE_TRUNCATED) return;  // cancelled: teardown
   FrameHeader h;
   memcpy(&h, op->bounce.data(), kHdr);
-  if (length < kHdr || h.magic != kAbortMagic || h.commId != t_->commId_) {
+  if (length < kHdr || h.magic != kAbortMagic || !knows(h.commId)) {
     fail(remoteError("garbled abort frame from " + who()));
     return;
   }
@@ -378,13 +389,17 @@ void UcxConnection::appendPollFds(std::vector<pollfd>* fds) const {
   fds->push_back(pollfd{st == UCS_OK ? efd : ready, POLLIN, 0});
 }
 
-void UcxConnection::sendAbort(const Status& failure) {
+void UcxConnection::sendAbortOn(uint64_t commId, const Status& failure) {
   if (aborted_ || abortSent_) return;
   abortSent_ = true;
   // The failed op's Requests are gone; UCX may complete any op of the worker from here on.
   t_->detachAll();
+  // Communicators sharing the connection fail with this one, as on the stream transports.
+  if (!lanes_.empty())
+    fail(Status(failure.code(), "a communicator sharing the connection to peer rank " +
+                                    std::to_string(peer_) + " failed: " + failure.message()));
   if (epFailed_) return;  // nobody to tell
-  const std::string frame = encodeAbort(t_->commId_, failure);
+  const std::string frame = encodeAbort(commId, failure);
   UcxOp* op = t_->takeOp();
   op->conn = this;
   op->kind = UcxOp::kAbortSend;

@@ -41,6 +41,7 @@ struct UcxOp {
   char* data = nullptr;  // the caller's buffer
   size_t len = 0;        // its length (the payload expected or sent)
   FrameTag expect;
+  uint64_t commId = 0;  // of the lane it belongs to: what its frame must carry
   std::vector<char> bounce;
 };
 
@@ -124,16 +125,23 @@ class UcxConnection : public Connection {
   UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode);
   ~UcxConnection() override;
 
-  Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
-  Status irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) override;
-  bool p2pArrived(uint32_t tag, uint64_t seq) override;
+  Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override {
+    return sendOn(lane0_, buf, bytes, tag, req);
+  }
+  Status irecv(void* buf, size_t bytes, const FrameTag& tag, Request* req) override {
+    return recvOn(lane0_, buf, bytes, tag, req);
+  }
+  bool p2pArrived(uint32_t tag, uint64_t) override { return arrivedOn(lane0_, tag); }
+  // UCX keeps a message no receive was posted for: a lane may open after its peer's first send.
+  std::unique_ptr<Connection> openLane(uint64_t commId, uint32_t number) override;
+  bool lanesOpenLate() const override { return true; }
   Status progress(bool* progressed) override;
   void appendPollFds(std::vector<pollfd>* fds) const override;
   bool hasPending() const override { return userInFlight_ > 0 || !failed_.isOk() || opFailed_; }
 
   // AbortLink: the abort is a message on its own tag channel, its receive always posted.
   int peer() const override { return peer_; }
-  void sendAbort(const Status& failure) override;
+  void sendAbort(const Status& failure) override { sendAbortOn(lane0_.commId, failure); }
   void linger(const Deadline& deadline) override;
 
   // Called from UCX's callbacks (inside ucp_worker_progress, of any connection of the worker).
@@ -146,6 +154,20 @@ class UcxConnection : public Connection {
   Status postAbortRecv();
 
  private:
+  friend class UcxLane;
+  // One communicator's share (ucx_lane.cc): the id its frames carry, its number in the tags
+  // (lane 0: the communicator that made the connection) and its own message counts.
+  struct Lane {
+    uint64_t commId = 0;
+    uint32_t number = 0;
+    uint64_t sendSeq = 0;  // messages to the peer so far: the low bits of their tags
+    uint64_t recvSeq = 0;  // and from it: both sides count the same calls in the same order
+  };
+  Status sendOn(Lane& lane, const void* buf, size_t bytes, const FrameTag& tag, Request* req);
+  Status recvOn(Lane& lane, void* buf, size_t bytes, const FrameTag& tag, Request* req);
+  bool arrivedOn(const Lane& lane, uint32_t tag);
+  void sendAbortOn(uint64_t commId, const Status& failure);
+  bool knows(uint64_t commId) const;
   Status post(UcxOp* op, ucs_status_ptr_t sp);
   void track(UcxOp* op);
   void untrack(UcxOp* op);
@@ -165,9 +187,9 @@ class UcxConnection : public Connection {
   const UcxApi* api_;
   int peer_;
   ucp_ep_h ep_;
-  bool peerMode_;         // forcing a close is allowed only in mode PEER
-  uint64_t sendSeq_ = 0;  // messages to the peer so far: the low bits of their tags
-  uint64_t recvSeq_ = 0;  // and from it: both sides count the same calls in the same order
+  bool peerMode_;  // forcing a close is allowed only in mode PEER
+  Lane lane0_;
+  std::vector<std::unique_ptr<Lane>> lanes_;  // split communicators' (openLane)
   std::vector<UcxOp*> inFlight_;
   int userInFlight_ = 0;  // sends and receives some Request waits for
   Status failed_;         // reported by progress() until the connection is destroyed
