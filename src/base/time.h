@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -37,9 +38,17 @@ class Deadline {
     return d;
   }
   static Deadline never() { return Deadline(); }
-  bool expired() const { return atMs_ != kNever && coarseNowMs() >= atMs_; }
+  // This deadline, also passed once *flag is set (collieCommAbort during an init: every wait of
+  // it ends at its next look at the clock).
+  Deadline endedBy(const std::atomic<bool>* flag) const {
+    Deadline d = *this;
+    d.flag_ = flag;
+    return d;
+  }
+  bool expired() const { return ended() || (atMs_ != kNever && coarseNowMs() >= atMs_); }
   // Milliseconds left, clamped to [0, cap]; cap for callers that poll.
   int remainingMs(int cap = 1 << 30) const {
+    if (ended()) return 0;
     if (atMs_ == kNever) return cap;
     const int64_t left = atMs_ - coarseNowMs();
     if (left < 0) return 0;
@@ -47,8 +56,10 @@ class Deadline {
   }
 
  private:
+  bool ended() const { return flag_ != nullptr && flag_->load(std::memory_order_relaxed); }
   static constexpr int64_t kNever = INT64_MAX;
   int64_t atMs_ = kNever;
+  const std::atomic<bool>* flag_ = nullptr;
 };
 
 }  // namespace collie

@@ -32,7 +32,7 @@ Status CommImpl::init(BootstrapInfo info, const CommConfig* given) {
   family_->members.fetch_add(1);
   logSetRank(rank_);
   COLLIE_RETURN_IF_ERROR(configure(given).withContext(initWhere(info)));
-  initDeadline_ = Deadline::afterMs(cfg_.connectMs);
+  initDeadline_ = Deadline::afterMs(cfg_.connectMs).endedBy(&aborting_);
   Status s = meet(&info);
   const std::string where = initWhere(info);  // where the store was found
   if (s.isOk()) s = connect(info);

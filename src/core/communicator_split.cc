@@ -165,7 +165,7 @@ Status CommImpl::initChild(CommImpl* parent, ChildPlan& plan) {
   algos_ = buildAlgorithms();
   online_ = OnlineTuner(cfg_.tunerTrials, 4096, cfg_.tunerRun);
   COLLIE_RETURN_IF_ERROR(findAlgorithm(cfg_.algorithm, &forced_));
-  initDeadline_ = Deadline::afterMs(cfg_.connectMs);
+  initDeadline_ = Deadline::afterMs(cfg_.connectMs).endedBy(&aborting_);
   links_.resize(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) {
     const int p = plan.members[static_cast<size_t>(r)];

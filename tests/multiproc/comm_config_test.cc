@@ -2,6 +2,7 @@
 // config's fields hold for its communicator and not for another of the same process, a
 // non-blocking init and its ops finish through polling, an abort during init returns at once,
 // finalize flushes and refuses what follows.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -276,6 +277,15 @@ TEST(CommConfig, NonBlockingInitAndOpsFinishThroughPolling) {
   expectAllPassed(out);
 }
 
+int threadCount() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
 // Rank 1 of each communicator never comes: an abort returns at once, and an init that times
 // out reports it through polling, after which destroy works.
 TEST(CommConfig, AbortDuringNonBlockingInitReturnsAtOnce) {
@@ -288,6 +298,7 @@ TEST(CommConfig, AbortDuringNonBlockingInitReturnsAtOnce) {
     cfg.blocking = 0;
     cfg.connectTimeoutMs = 30000;
     collieComm_t c = nullptr;
+    const int threadsBefore = threadCount();
     if (collieCommInitRankConfig(&c, 2, ids[0], 0, &cfg) != collieInProgress)
       return rep.fail("init: " + std::string(collieGetLastError(nullptr)));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -297,6 +308,11 @@ TEST(CommConfig, AbortDuringNonBlockingInitReturnsAtOnce) {
     auto t0 = Clock::now();
     if (collieCommAbort(c) != collieSuccess) rep.fail("abort failed");
     if (secondsSince(t0) > 1) rep.fail("abort took " + std::to_string(secondsSince(t0)) + " s");
+    // The init the abort left behind ends soon too: its threads (set-up, store server) go.
+    while (threadCount() > threadsBefore && secondsSince(t0) < 10)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (threadCount() > threadsBefore)
+      rep.fail("the aborted init still runs after " + std::to_string(secondsSince(t0)) + " s");
     // An init that times out on its own.
     cfg.connectTimeoutMs = 800;
     cfg.commName = "lonely";
