@@ -38,6 +38,20 @@ void print(int rank, const char* what, const std::vector<double>& t) {
     printf("%-34s %10.1f %10.1f %10.1f\n", what, t[t.size() / 2], t.front(), t.back());
 }
 
+// Per-call times of count floats' AllReduce on comm, each the mean of a block of calls.
+std::vector<double> timeAllReduce(collieComm_t comm, size_t count, int blocks) {
+  std::vector<float> buf(count, 1.0f);
+  std::vector<double> t;
+  const int calls = count > 4096 ? 10 : 200;
+  for (int b = -1; b < blocks; ++b) {  // the first block warms up
+    const double t0 = nowUs();
+    for (int i = 0; i < calls; ++i)
+      collieAllReduce(buf.data(), buf.data(), count, collieFloat32, collieSum, comm, nullptr);
+    if (b >= 0) t.push_back((nowUs() - t0) / calls);
+  }
+  return t;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,11 +80,23 @@ int main(int argc, char** argv) {
       collieCommDestroy(child);
     }
   }
+  // The same calls on the world and on a child of every rank: what a child's lanes cost.
+  collieComm_t all = nullptr;
+  if (!check(collieCommSplit(world, 0, rank, &all, nullptr), world, "split")) return 1;
+  const std::vector<double> w8 = timeAllReduce(world, 2, rounds),
+                            c8 = timeAllReduce(all, 2, rounds);
+  const std::vector<double> w1m = timeAllReduce(world, 1 << 18, rounds);
+  const std::vector<double> c1m = timeAllReduce(all, 1 << 18, rounds);
+  collieCommDestroy(all);
   if (rank == 0) printf("%d ranks, %d rounds; microseconds: median, min, max\n", n, rounds);
   print(rank, "init (collieCommInitFromEnv)", slowest(world, init));
   print(rank, "split by parity", slowest(world, parity));
   print(rank, "split, one color", slowest(world, whole));
   print(rank, "first allreduce on the child", slowest(world, first));
+  print(rank, "allreduce 8 B, world", slowest(world, w8));
+  print(rank, "allreduce 8 B, child of all", slowest(world, c8));
+  print(rank, "allreduce 1 MiB, world", slowest(world, w1m));
+  print(rank, "allreduce 1 MiB, child of all", slowest(world, c1m));
   collieCommDestroy(world);
   return 0;
 }

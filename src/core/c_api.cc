@@ -154,6 +154,7 @@ collieResult_t collieCommCount(const collieComm_t comm, int* count) {
   return collie::apiCall(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     if (count == nullptr) return collie::invalidArgument("collieCommCount: count is NULL");
+    COLLIE_RETURN_IF_ERROR(comm->impl->checkSetUp("collieCommCount"));
     *count = comm->impl->size();
     return Status::ok();
   });
@@ -163,6 +164,7 @@ collieResult_t collieCommUserRank(const collieComm_t comm, int* rank) {
   return collie::apiCall(comm, [&]() -> Status {
     COLLIE_RETURN_IF_ERROR(collie::checkComm(comm));
     if (rank == nullptr) return collie::invalidArgument("collieCommUserRank: rank is NULL");
+    COLLIE_RETURN_IF_ERROR(comm->impl->checkSetUp("collieCommUserRank"));
     *rank = comm->impl->rank();
     return Status::ok();
   });

@@ -104,6 +104,10 @@ class CommImpl {
     const int g = gate_.load(std::memory_order_acquire);
     return g == kReady ? Status::ok() : notReady(op, g);
   }
+  // Ok once the rank and size are known: a split's set-up learns them in the background.
+  Status checkSetUp(const char* op) const {
+    return placed_.load(std::memory_order_acquire) ? Status::ok() : notReady(op, kSettingUp);
+  }
   const CommConfig& config() const { return cfg_; }
   // collieCommFinalize: refuses new ops; blocking, waits for every op issued and returns the
   // first error; non-blocking, returns collieInProgress and asyncError() says when done.
@@ -116,6 +120,8 @@ class CommImpl {
   Status queueJob(std::function<Status()> job);
   // "rank R", with " of communicator 'name'" where the config names it: for messages.
   std::string who() const;
+  // Names the communicator while its set-up runs in the background (who() reads the rank).
+  std::string settingUp() const;
 
  private:
   enum Gate : int { kReady = 0, kSettingUp, kSetUpFailed, kFinalized };
@@ -185,8 +191,9 @@ class CommImpl {
   std::vector<Connection*> conns_;
   std::vector<std::unique_ptr<Connection>> links_;
   bool shared_ = false;
-  uint32_t splits_ = 0;           // guarded by execMu_
-  std::unique_ptr<Store> store_;  // a child's names in the family's store
+  uint32_t splits_ = 0;             // guarded by execMu_
+  std::atomic<bool> placed_{true};  // rank_ and nranks_ are set (see checkSetUp)
+  std::unique_ptr<Store> store_;    // a child's names in the family's store
   std::vector<std::unique_ptr<Algorithm>> algos_;
   Algorithm* forced_ = nullptr;  // COLLIE_ALGO or setAlgorithm; guarded by execMu_
   // The last pick and what it was for: a loop calling one collective again skips the cost

@@ -27,6 +27,11 @@ Status named(const CommConfig& cfg, const Status& s) {
 
 std::string CommImpl::who() const { return "rank " + std::to_string(rank_) + nameOf(cfg_); }
 
+std::string CommImpl::settingUp() const {
+  // Not the rank: a split's set-up learns it meanwhile, on its own thread.
+  return cfg_.name.empty() ? std::string("a communicator") : "communicator '" + cfg_.name + "'";
+}
+
 void CommImpl::logReady() const {
   std::string peers;
   for (int p = 0; p < nranks_; ++p)
@@ -119,7 +124,7 @@ void CommImpl::destroy(std::unique_ptr<CommImpl> c, bool abort) {
 
 Status CommImpl::notReady(const char* op, int gate) const {
   if (gate == kSettingUp)
-    return invalidUsage(std::string(op) + " on " + who() +
+    return invalidUsage(std::string(op) + " on " + settingUp() +
                         ": init is still in progress (poll collieCommGetAsyncError until it is "
                         "no longer collieInProgress)");
   if (gate == kFinalized)
@@ -133,7 +138,7 @@ Status CommImpl::notReady(const char* op, int gate) const {
 Status CommImpl::asyncError() {
   switch (gate_.load(std::memory_order_acquire)) {
     case kSettingUp:
-      return Status(collieInProgress, "init of " + who() + " is still in progress");
+      return Status(collieInProgress, "init of " + settingUp() + " is still in progress");
     case kSetUpFailed: {
       std::lock_guard<std::mutex> l(bgMu_);
       return setUpError_;

@@ -104,6 +104,7 @@ Status CommImpl::split(int color, int key, const CommConfig& cfg,
   c->cfg_ = cfg;
   if (!cfg.blocking && color != kNoColor) {
     CommImpl* shell = c.get();
+    shell->placed_.store(false);
     shell->startInBackground([this, shell, color, key] { return splitInto(shell, color, key); });
     *child = std::move(c);
     return Status::ok();
@@ -154,6 +155,7 @@ Status CommImpl::splitInto(CommImpl* child, int color, int key) {
 Status CommImpl::initChild(CommImpl* parent, ChildPlan& plan) {
   rank_ = plan.rank;
   nranks_ = static_cast<int>(plan.members.size());
+  placed_.store(true, std::memory_order_release);
   pairSeq_ = PairSequences(nranks_);
   commId_ = plan.commId;
   family_ = parent->family_;
