@@ -7,6 +7,7 @@ Launches --ranks real processes (env:// rendezvous on a free port) that run one 
        the unsupported cases, and ranks that disagree on a size (an error on every rank)
   ddp  the demo's MLP trained with DistributedDataParallel over gloo, over collie, over collie
        with a get_future comm hook, and in one process on the whole batch: same parameters
+  kill the last rank exits between all-reduces: the others raise an error naming it in time
 Exits 77 (skipped) when torch or collie_torch cannot be imported.
 """
 import argparse
@@ -15,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import warnings
 
 SKIP = 77
@@ -171,6 +173,15 @@ def check_p2p():
     dist.barrier()
 
 
+def check_coalesced():
+    xs = [[data(r, torch.float32, n, 40 + n) for n in (3, 0, 129)] for r in range(N)]
+    ts = [x.clone() for x in xs[RANK]]
+    dist.all_reduce_coalesced(ts)
+    for i, t in enumerate(ts):
+        same(t, reduce_ref([x[i] for x in xs], dist.ReduceOp.SUM, torch.float32),
+             f"all_reduce_coalesced tensor {i}")
+
+
 def check_future():
     t = data(RANK, torch.float32, 33, 7)
     work = dist.all_reduce(t, async_op=True)
@@ -212,6 +223,7 @@ def run_ops():
             check_reductions(dtype, n, seed * 10 + n)
             check_movement(dtype, n, seed * 10 + n)
         check_alltoall(dtype, seed)
+    check_coalesced()
     check_p2p()
     check_future()
     check_refusals()
@@ -222,6 +234,26 @@ def run_ops():
     bad = dist.new_group(backend="collie", timeout=datetime.timedelta(seconds=10))
     msg = expect_error(lambda: dist.all_reduce(torch.ones(4 + RANK), group=bad), "size mismatch")
     assert "disagree" in msg, f"rank {RANK}: size mismatch said: {msg}"
+
+
+# ---- the kill case ----
+
+def run_kill():
+    """The last rank dies between all-reduces; the others raise an error naming it, in time."""
+    t = torch.ones(1 << 18)
+    for step in range(20):
+        if RANK == N - 1 and step == 5:
+            os._exit(0)
+        start = time.monotonic()
+        try:
+            dist.all_reduce(t)
+        except RuntimeError as e:
+            took = time.monotonic() - start
+            assert step == 5, f"rank {RANK}: failed at step {step}: {e}"
+            assert f"rank {N - 1}" in str(e), f"rank {RANK}: the error names no dead rank: {e}"
+            assert took < 20, f"rank {RANK}: the error took {took:.1f} s"
+            os._exit(0)
+    raise AssertionError(f"rank {RANK}: no error after rank {N - 1} died")
 
 
 # ---- the ddp case ----
@@ -274,8 +306,9 @@ def worker(case):
     RANK, N = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     warnings.filterwarnings("ignore", message=".*private function")
     backend = "gloo" if case == "ddp" else "collie"
-    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
-    {"ops": run_ops, "ddp": run_ddp}[case]()
+    timeout = 20 if case == "kill" else 60
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout))
+    {"ops": run_ops, "ddp": run_ddp, "kill": run_kill}[case]()
     dist.barrier()
     dist.destroy_process_group()
 
@@ -283,7 +316,7 @@ def worker(case):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--case", choices=["ops", "ddp"], default="ops")
+    p.add_argument("--case", choices=["ops", "ddp", "kill"], default="ops")
     p.add_argument("--timeout", type=float, default=150)
     p.add_argument("--worker", action="store_true")
     args = p.parse_args()
