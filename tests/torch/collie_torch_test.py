@@ -153,13 +153,27 @@ def check_alltoall(dtype, seed):
 
 def check_p2p():
     nxt, prv = (RANK + 1) % N, (RANK + N - 1) % N
-    for tag in (0, 5):
-        sent = torch.full((7,), float(RANK * 10 + tag))
-        got = torch.empty(7)
-        reqs = [dist.isend(sent, nxt, tag=tag), dist.irecv(got, prv, tag=tag)]
-        for r in reqs:
-            r.wait()
-        same(got, torch.full((7,), float(prv * 10 + tag)), f"isend/irecv tag {tag}")
+    # Every rank sends before it receives: a send must not wait for its receive to be posted.
+    for tag, n in ((0, 7), (5, 7), (3, 1 << 20)):
+        sent = torch.full((n,), float(RANK * 10 + tag))
+        got = torch.empty(n)
+        for recv_first in (False, True):
+            got.zero_()
+            reqs = [dist.isend(sent, nxt, tag=tag), dist.irecv(got, prv, tag=tag)]
+            if recv_first:
+                reqs = [dist.irecv(got, prv, tag=tag), dist.isend(sent, nxt, tag=tag)]
+            for r in reqs:
+                r.wait()
+            same(got, torch.full((n,), float(prv * 10 + tag)), f"isend/irecv tag {tag} n={n}")
+    # A receive in flight holds up no collective: its send comes after one.
+    got = torch.empty(5)
+    req = dist.irecv(got, prv, tag=7)
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    same(t, torch.full((3,), float(N)), "all_reduce while a receive is in flight")
+    dist.send(torch.full((5,), float(RANK)), nxt, tag=7)
+    req.wait()
+    same(got, torch.full((5,), float(prv)), "the receive in flight")
     if RANK == 0:
         seen = set()
         for _ in range(N - 1):
@@ -227,10 +241,11 @@ def run_ops():
     check_p2p()
     check_future()
     check_refusals()
-    members = [0, N - 1]
-    sub = dist.new_group(members, backend="collie")
-    if RANK in members:
-        check_reductions(torch.float32, 9, 3, group=sub, ranks=members)
+    # Every rank creates every group (torch asks that); the members meet through its store.
+    for members in ([0, N - 1], list(range(1, N))):
+        sub = dist.new_group(members, backend="collie")
+        if RANK in members:
+            check_reductions(torch.float32, 9, 3, group=sub, ranks=members)
     bad = dist.new_group(backend="collie", timeout=datetime.timedelta(seconds=10))
     msg = expect_error(lambda: dist.all_reduce(torch.ones(4 + RANK), group=bad), "size mismatch")
     assert "disagree" in msg, f"rank {RANK}: size mismatch said: {msg}"

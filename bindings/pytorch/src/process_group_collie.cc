@@ -1,4 +1,4 @@
-// Set-up, Work, and the point-to-point worker of the collie c10d backend.
+// Set-up, Work, and the point-to-point ops of the collie c10d backend.
 #include "process_group_collie.h"
 
 #include <ATen/core/ivalue.h>
@@ -52,40 +52,50 @@ void CollieWork::finishOp(std::exception_ptr error) {
   finish(error);
 }
 
+P2pWork::P2pWork(int rank, c10d::OpType type, at::Tensor t, collie::Work op, std::string what)
+    : CollieWork(rank, type, {std::move(t)}), op_(std::move(op)), what_(std::move(what)) {}
+
+bool P2pWork::settle(std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(opMu_);
+  if (done_) return true;
+  collie::Result r = op_.wait(timeout);
+  if (r.code() == collieInProgress) return false;
+  done_ = true;
+  std::exception_ptr error;
+  if (!r.ok())
+    error = std::make_exception_ptr(std::runtime_error(what_ + " failed: " + r.toString()));
+  finishOp(error);
+  return true;
+}
+
+bool P2pWork::isCompleted() { return settle(std::chrono::milliseconds(0)); }
+
+bool P2pWork::wait(std::chrono::milliseconds timeout) {
+  // c10d's kNoTimeout (0) waits for good; Collie's own deadline still ends a stuck op.
+  auto limit = timeout.count() > 0 ? timeout : std::chrono::milliseconds::max();
+  TORCH_CHECK(settle(limit), "collie ", what_, ": not complete after ", timeout.count(), " ms");
+  return c10d::Work::wait(timeout);
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> P2pWork::getFuture() {
+  settle(std::chrono::milliseconds::max());
+  return CollieWork::getFuture();
+}
+
 ProcessGroupCollie::ProcessGroupCollie(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, std::chrono::milliseconds timeout)
     : BackendBase(rank, size) {
   collieUniqueId id = meet(store, rank);
-  collieConfig_t config = COLLIE_CONFIG_INITIALIZER;
   // The init timeout is every op's deadline, as c10d's timeout is for its other backends.
   int ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
-  config.timeoutMs = ms;
-  config.connectTimeoutMs = ms;
-  config.commName = "torch";
-  collieResult_t r = collieCommInitRankConfig(&comm_, size, id, rank, &config);
-  TORCH_CHECK(r == collieSuccess, "collie: init of rank ", rank, " of ", size,
-              " failed: ", collieGetLastError(nullptr));
-  // Over transports that take no second communicator, point-to-point runs on comm_ inline.
-  if (collieCommSplit(comm_, 0, rank, &p2p_, nullptr) != collieSuccess) p2p_ = nullptr;
-  if (p2p_) worker_ = std::thread([this] { workerLoop(); });
+  collie::Config config = collie::Config().timeoutMs(ms).connectTimeoutMs(ms).name("torch");
+  collie::Result r = collie::Communicator::initRank(&world_, size, id, rank, config);
+  TORCH_CHECK(r.ok(), "collie: init of rank ", rank, " of ", size, " failed: ", r.toString());
+  comm_ = world_.handle();
+  if (!world_.split(0, rank, &p2p_).ok()) p2p_ = collie::Communicator();
 }
 
-ProcessGroupCollie::~ProcessGroupCollie() {
-  if (worker_.joinable()) {
-    bool stuck;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-      stuck = busy_ || !queue_.empty();
-    }
-    cv_.notify_all();
-    // A receive that will never match must not hold the process at exit.
-    if (stuck) collieCommAbort(p2p_), p2p_ = nullptr;
-    worker_.join();
-  }
-  if (p2p_) collieCommDestroy(p2p_);
-  if (comm_) collieCommDestroy(comm_);
-}
+ProcessGroupCollie::~ProcessGroupCollie() = default;
 
 void ProcessGroupCollie::check(collieResult_t r, collieComm_t comm, const char* op) const {
   TORCH_CHECK(r == collieSuccess, "collie ", op, " failed on rank ", getRank(), ": ",
@@ -100,90 +110,67 @@ c10::intrusive_ptr<CollieWork> ProcessGroupCollie::done(c10d::OpType type,
   return work;
 }
 
-void ProcessGroupCollie::workerLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;
-    auto job = std::move(queue_.front());
-    queue_.pop_front();
-    busy_ = true;
-    lock.unlock();
-    job();
-    lock.lock();
-    busy_ = false;
-    cv_.notify_all();
-  }
-}
-
-void ProcessGroupCollie::drainP2p() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::enqueueP2p(
-    c10d::OpType type, at::Tensor t, std::function<void(CollieWork&)> run) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::postP2p(c10d::OpType type, const at::Tensor& t,
+                                                           collie::Work op, const char* what,
+                                                           int peer, int tag) {
   ++seq_;
-  auto work = c10::make_intrusive<CollieWork>(getRank(), type, std::vector<at::Tensor>{t});
-  auto job = [work, run = std::move(run)] {
-    try {
-      run(*work);
-      work->finishOp(nullptr);
-    } catch (...) {
-      work->finishOp(std::current_exception());
-    }
-  };
-  if (!p2p_) {
-    job();
-    return work;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(job));
-  }
-  cv_.notify_all();
+  std::string name = std::string(what) + " of " + std::to_string(t.numel()) + " elements, tag " +
+                     std::to_string(tag) + ", rank " + std::to_string(getRank()) + " and peer " +
+                     std::to_string(peer);
+  auto work = c10::make_intrusive<P2pWork>(getRank(), type, t, std::move(op), std::move(name));
+  work->setSource(peer);
+  std::lock_guard<std::mutex> lock(pendingMu_);
+  // Finished ones leave at the next post, so the list stays as short as the ops in flight.
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [](const auto& w) { return w->isCompleted(); }),
+                 pending_.end());
+  pending_.push_back(work);
   return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::send(std::vector<at::Tensor>& tensors, int dst,
                                                         int tag) {
   TORCH_CHECK(tensors.size() == 1, "collie send: expects one tensor, got ", tensors.size());
-  at::Tensor t = tensors[0];
+  const at::Tensor& t = tensors[0];
   collieDataType_t type = collieType(t, "send");
-  return enqueueP2p(c10d::OpType::SEND, t, [this, t, type, dst, tag](CollieWork&) {
-    collieComm_t c = p2p_ ? p2p_ : comm_;
-    check(collieSendTagged(t.data_ptr(), t.numel(), type, dst, tag, c, nullptr), c, "send");
-  });
+  collie::Communicator& c = p2p_.valid() ? p2p_ : world_;
+  collie::Work op = c.sendAsync(t.data_ptr(), t.numel(), type, dst, tag);
+  return postP2p(c10d::OpType::SEND, t, std::move(op), "send", dst, tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::recv(std::vector<at::Tensor>& tensors, int src,
                                                         int tag) {
   TORCH_CHECK(tensors.size() == 1, "collie recv: expects one tensor, got ", tensors.size());
-  at::Tensor t = tensors[0];
+  const at::Tensor& t = tensors[0];
   collieDataType_t type = collieType(t, "recv");
-  return enqueueP2p(c10d::OpType::RECV, t, [this, t, type, src, tag](CollieWork& w) {
-    collieComm_t c = p2p_ ? p2p_ : comm_;
-    check(collieRecvTagged(t.data_ptr(), t.numel(), type, src, tag, c, nullptr), c, "recv");
-    w.setSource(src);
-  });
+  collie::Communicator& c = p2p_.valid() ? p2p_ : world_;
+  collie::Work op = c.recvAsync(t.data_ptr(), t.numel(), type, src, tag);
+  return postP2p(c10d::OpType::RECV, t, std::move(op), "recv", src, tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::recvAnysource(std::vector<at::Tensor>& tensors,
                                                                  int tag) {
+  // Collie has no asynchronous receive from any peer: this one blocks the caller.
   TORCH_CHECK(tensors.size() == 1, "collie recv: expects one tensor, got ", tensors.size());
-  at::Tensor t = tensors[0];
+  const at::Tensor& t = tensors[0];
   collieDataType_t type = collieType(t, "recv");
-  return enqueueP2p(c10d::OpType::RECVANYSOURCE, t, [this, t, type, tag](CollieWork& w) {
-    collieComm_t c = p2p_ ? p2p_ : comm_;
-    int peer = -1;
-    check(collieRecvAny(t.data_ptr(), t.numel(), type, tag, &peer, c, nullptr), c, "recv");
-    w.setSource(peer);
-  });
+  collie::Communicator& c = p2p_.valid() ? p2p_ : world_;
+  int peer = -1;
+  check(collieRecvAny(t.data_ptr(), t.numel(), type, tag, &peer, c.handle(), nullptr), c.handle(),
+        "recv from any source");
+  auto work = done(c10d::OpType::RECVANYSOURCE, tensors);
+  work->setSource(peer);
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::barrier(const c10d::BarrierOptions&) {
-  // As with Gloo, a barrier also waits for this rank's earlier point-to-point ops.
-  drainP2p();
+  // As with Gloo, a barrier also waits for this rank's earlier sends and receives.
+  std::vector<c10::intrusive_ptr<P2pWork>> pending;
+  {
+    std::lock_guard<std::mutex> lock(pendingMu_);
+    pending.swap(pending_);
+  }
+  for (auto& w : pending) w->wait(std::chrono::milliseconds(0));
   check(collieBarrier(comm_), comm_, "barrier");
   return done(c10d::OpType::BARRIER, {});
 }

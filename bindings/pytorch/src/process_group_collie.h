@@ -1,15 +1,12 @@
-// A c10d backend over Collie's C API: CPU tensors, every op blocking on the calling thread
-// except point-to-point, which runs in call order on a worker thread over a split communicator.
+// A c10d backend over Collie's API: CPU tensors; collectives block the calling thread, sends
+// and receives are posted on the progress thread of a communicator split for them.
 #pragma once
 
 #include <collie/collie.h>
 
-#include <condition_variable>
-#include <deque>
-#include <functional>
+#include <collie/collie.hpp>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "torch_compat.h"
@@ -30,6 +27,26 @@ class CollieWork : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   int source_ = -1;
+};
+
+// A send or receive in flight on Collie's progress thread: it finishes when waited on or found
+// complete (isCompleted, or a barrier of its group).
+class P2pWork : public CollieWork {
+ public:
+  P2pWork(int rank, c10d::OpType type, at::Tensor t, collie::Work op, std::string what);
+  bool isCompleted() override;
+  bool wait(std::chrono::milliseconds timeout) override;
+  // Its future completes with the op: getFuture waits for the op first.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+ private:
+  // Waits up to timeout for the op and finishes this Work if it ended; true if it has.
+  bool settle(std::chrono::milliseconds timeout);
+
+  std::mutex opMu_;
+  collie::Work op_;    // guarded by opMu_
+  bool done_ = false;  // guarded by opMu_
+  std::string what_;
 };
 
 class ProcessGroupCollie : public BackendBase {
@@ -83,22 +100,17 @@ class ProcessGroupCollie : public BackendBase {
   void check(collieResult_t r, collieComm_t comm, const char* op) const;
   c10::intrusive_ptr<CollieWork> done(c10d::OpType type, std::vector<at::Tensor> outputs);
   collieRedOp_t redOp(const c10d::ReduceOp& op, const at::Tensor& t, const char* name) const;
-  c10::intrusive_ptr<c10d::Work> enqueueP2p(c10d::OpType type, at::Tensor t,
-                                            std::function<void(CollieWork&)> run);
-  void drainP2p();
-  void workerLoop();
+  c10::intrusive_ptr<c10d::Work> postP2p(c10d::OpType type, const at::Tensor& t, collie::Work op,
+                                         const char* what, int peer, int tag);
 
+  collie::Communicator world_;  // owns comm_
   collieComm_t comm_ = nullptr;
-  // Point-to-point ops' communicator, split from comm_ so the worker may use it concurrently.
-  collieComm_t p2p_ = nullptr;
+  // Sends and receives, split from world_ so that one in flight never holds up a collective;
+  // empty where the transports take no second communicator (world_ serves then).
+  collie::Communicator p2p_;
   uint64_t seq_ = 0;
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;  // guarded by mu_
-  bool busy_ = false;                        // guarded by mu_
-  bool stop_ = false;                        // guarded by mu_
-  std::thread worker_;
+  std::mutex pendingMu_;
+  std::vector<c10::intrusive_ptr<P2pWork>> pending_;  // guarded by pendingMu_
 };
 
 }  // namespace collie_torch
