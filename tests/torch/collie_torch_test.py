@@ -7,6 +7,7 @@ Launches --ranks real processes (env:// rendezvous on a free port) that run one 
        the unsupported cases, and ranks that disagree on a size (an error on every rank)
   ddp  the demo's MLP trained with DistributedDataParallel over gloo, over collie, over collie
        with a get_future comm hook, and in one process on the whole batch: same parameters
+  reinit three inits and destroys of the default group through one file:// path
   kill the last rank exits between all-reduces: the others raise an error naming it in time
 Exits 77 (skipped) when torch or collie_torch cannot be imported.
 """
@@ -16,6 +17,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -27,9 +29,11 @@ def launch(args):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     procs = []
+    store_dir = tempfile.TemporaryDirectory()
     for rank in range(args.ranks):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.ranks),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   STORE_FILE=os.path.join(store_dir.name, "store"))
         procs.append(subprocess.Popen([sys.executable, __file__, "--worker", "--case",
                                        args.case], env=env))
     codes = []
@@ -251,6 +255,20 @@ def run_ops():
     assert "disagree" in msg, f"rank {RANK}: size mismatch said: {msg}"
 
 
+# ---- the reinit case ----
+
+def run_reinit():
+    """Three inits and destroys of the default group through one file:// path."""
+    for i in range(3):
+        dist.init_process_group("collie", init_method=f"file://{os.environ['STORE_FILE']}",
+                                rank=RANK, world_size=N)
+        t = torch.full((3,), float(RANK + i))
+        dist.all_reduce(t)
+        same(t, torch.full((3,), float(N * (N - 1) / 2 + N * i)), f"all_reduce of init {i}")
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 # ---- the kill case ----
 
 def run_kill():
@@ -320,6 +338,8 @@ def worker(case):
     global RANK, N
     RANK, N = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     warnings.filterwarnings("ignore", message=".*private function")
+    if case == "reinit":
+        return run_reinit()
     backend = "gloo" if case == "ddp" else "collie"
     timeout = 20 if case == "kill" else 60
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout))
@@ -331,7 +351,7 @@ def worker(case):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--case", choices=["ops", "ddp", "kill"], default="ops")
+    p.add_argument("--case", choices=["ops", "ddp", "kill", "reinit"], default="ops")
     p.add_argument("--timeout", type=float, default=150)
     p.add_argument("--worker", action="store_true")
     args = p.parse_args()
