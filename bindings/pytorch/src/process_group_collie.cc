@@ -95,7 +95,12 @@ ProcessGroupCollie::ProcessGroupCollie(const c10::intrusive_ptr<c10d::Store>& st
   if (!world_.split(0, rank, &p2p_).ok()) p2p_ = collie::Communicator();
 }
 
-ProcessGroupCollie::~ProcessGroupCollie() = default;
+ProcessGroupCollie::~ProcessGroupCollie() {
+  // The communicators go first: until they are destroyed, an op in flight may touch a tensor
+  // that only pending_ keeps alive.
+  p2p_ = collie::Communicator();
+  world_ = collie::Communicator();
+}
 
 void ProcessGroupCollie::check(collieResult_t r, collieComm_t comm, const char* op) const {
   TORCH_CHECK(r == collieSuccess, "collie ", op, " failed on rank ", getRank(), ": ",
