@@ -209,6 +209,14 @@ def check_future():
     same(got, want, "get_future")
     # Work.exception() has no Python conversion in torch 1.13 (for any backend).
     assert work.is_completed()
+    # Overlapping async works, waited on in reverse order.
+    ts = [data(RANK, torch.float64, 5 + i, 70 + i) for i in range(3)]
+    works = [dist.all_reduce(t, async_op=True) for t in ts]
+    for i in reversed(range(3)):
+        works[i].wait()
+        want = reduce_ref([data(r, torch.float64, 5 + i, 70 + i) for r in range(N)],
+                          dist.ReduceOp.SUM, torch.float64)
+        same(ts[i], want, f"async all_reduce {i}")
 
 
 def expect_error(fn, what):
