@@ -10,8 +10,10 @@ CMAKE_ARGS ?=
 BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libucx-dev
 # The install tests build the examples with pkg-config and make .debs (dpkg-shlibdeps, file).
 # The netns tests make hosts of network namespaces with ip, tc, nft and sysctl; the perf tests read
-# collie-perf's JSON and run perf/compare with python3.
-TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file
+# collie-perf's JSON and run perf/compare with python3. The PyTorch backend's tests need Debian's
+# torch, its headers and pybind11, installed before CMake configures so that it builds them.
+TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file \
+  python3-torch libtorch-dev pybind11-dev
 
 BENCH_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox python3
 BENCH_ARGS ?=
@@ -61,8 +63,9 @@ bench-micro: build
 # Unit tests in parallel, multi-process tests one at a time (they time real deadlines), the GPU
 # tests (they skip without a GPU), then the same under AddressSanitizer and
 # UndefinedBehaviorSanitizer (host paths only: CUDA is off there).
-test: build
-	@bash tools/install_deps.sh $(TEST_PACKAGES)
+test:
+	@bash tools/install_deps.sh $(BUILD_PACKAGES) $(TEST_PACKAGES)
+	$(MAKE) build
 	cd $(BUILD) && ctest -L unit -j $(JOBS) --output-on-failure
 	cd $(BUILD) && ctest -L multiproc --output-on-failure
 	cd $(BUILD) && ctest -L gpu --output-on-failure --no-tests=ignore

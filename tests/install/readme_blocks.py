@@ -3,7 +3,7 @@
 
 The info string after the fence says what a block is:
   c file=NAME, cpp file=NAME, cmake file=NAME  written to NAME (every C and C++ block must;
-                                               a file the tree has must read the same)
+  py file=NAME                                 a file the tree has must read the same)
   sh                                           a command line, appended to the script
   sh norun, cmake norun                        shown only: not runnable in a test
   text                                         not code (a layout, an output)
@@ -37,7 +37,7 @@ def classify(number, info):
     lang = info[0] if info else ""
     attrs = dict(word.split("=", 1) for word in info[1:] if "=" in word)
     flags = {word for word in info[1:] if "=" not in word}
-    if "file" in attrs and lang in NEEDS_FILE | {"cmake"}:
+    if "file" in attrs and lang in NEEDS_FILE | {"cmake", "py"}:
         return "file", attrs["file"]
     if lang == "sh" and not flags:
         return "run", None
