@@ -29,7 +29,6 @@ Status CommImpl::init(BootstrapInfo info, const CommConfig* given) {
   how_ = info.how;
   commId_ = info.auth.commId;
   family_ = std::make_shared<Family>();
-  family_->members.fetch_add(1);
   logSetRank(rank_);
   COLLIE_RETURN_IF_ERROR(configure(given).withContext(initWhere(info)));
   initDeadline_ = Deadline::afterMs(cfg_.connectMs).endedBy(&aborting_);
@@ -218,7 +217,6 @@ CommImpl::~CommImpl() {
   device_.reset();
   links_.clear();  // a child's lanes close; the family's connections stay for the others
   store_.reset();
-  if (family_) family_->members.fetch_sub(1);
   // Now, while this communicator's buffers live: the last one out lingers on the connections,
   // and a transport may still write into what a failed op had posted until it is closed.
   family_.reset();

@@ -159,7 +159,6 @@ Status CommImpl::initChild(CommImpl* parent, ChildPlan& plan) {
   pairSeq_ = PairSequences(nranks_);
   commId_ = plan.commId;
   family_ = parent->family_;
-  family_->members.fetch_add(1);
   how_ =
       "split from rank " + std::to_string(parent->rank_) + " of " + std::to_string(parent->nranks_);
   // A background split made its failure protocol already: it holds the last error meanwhile.

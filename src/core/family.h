@@ -27,8 +27,6 @@ struct Family {
   std::vector<std::unique_ptr<std::mutex>> locks;  // what wire points to
   // The next lane number this rank proposes (see CommImpl::split).
   std::atomic<uint32_t> nextLane{1};
-  // Communicators of the family alive in this process.
-  std::atomic<int> members{0};
 
   // The first failure of a communicator of the family: the others fail at their next call.
   void noteFailure(const Status& s) {

@@ -57,24 +57,23 @@ WorkPtr ProcessGroupCollie::broadcast(std::vector<at::Tensor>& tensors,
   return done(OpType::BROADCAST, tensors);
 }
 
+void ProcessGroupCollie::allreduceInPlace(const at::Tensor& t, const c10d::ReduceOp& reduceOp,
+                                          const char* name) {
+  collieDataType_t type = collieType(t, name);
+  collieRedOp_t op = redOp(reduceOp, t, name);
+  void* p = t.data_ptr();
+  check(collieAllReduce(p, p, t.numel(), type, op, comm_, nullptr), comm_, name);
+}
+
 WorkPtr ProcessGroupCollie::allreduce(std::vector<at::Tensor>& tensors,
                                       const c10d::AllreduceOptions& opts) {
-  const at::Tensor& t = one(tensors, "allreduce");
-  collieDataType_t type = collieType(t, "allreduce");
-  collieRedOp_t op = redOp(opts.reduceOp, t, "allreduce");
-  void* p = t.data_ptr();
-  check(collieAllReduce(p, p, t.numel(), type, op, comm_, nullptr), comm_, "allreduce");
+  allreduceInPlace(one(tensors, "allreduce"), opts.reduceOp, "allreduce");
   return done(OpType::ALLREDUCE, tensors);
 }
 
 WorkPtr ProcessGroupCollie::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                 const c10d::AllreduceCoalescedOptions& opts) {
-  for (auto& t : tensors) {
-    collieDataType_t type = collieType(t, "allreduce_coalesced");
-    collieRedOp_t op = redOp(opts.reduceOp, t, "allreduce_coalesced");
-    void* p = t.data_ptr();
-    check(collieAllReduce(p, p, t.numel(), type, op, comm_, nullptr), comm_, "allreduce_coalesced");
-  }
+  for (auto& t : tensors) allreduceInPlace(t, opts.reduceOp, "allreduce_coalesced");
   return done(OpType::ALLREDUCE_COALESCED, tensors);
 }
 

@@ -100,6 +100,8 @@ class ProcessGroupCollie : public BackendBase {
   void check(collieResult_t r, collieComm_t comm, const char* op) const;
   c10::intrusive_ptr<CollieWork> done(c10d::OpType type, std::vector<at::Tensor> outputs);
   collieRedOp_t redOp(const c10d::ReduceOp& op, const at::Tensor& t, const char* name) const;
+  // One tensor's AllReduce in place, inline; name is the op in errors.
+  void allreduceInPlace(const at::Tensor& t, const c10d::ReduceOp& op, const char* name);
   c10::intrusive_ptr<c10d::Work> postP2p(c10d::OpType type, const at::Tensor& t, collie::Work op,
                                          const char* what, int peer, int tag);
 
