@@ -13,6 +13,7 @@ Exits 77 (skipped) when torch or collie_torch cannot be imported.
 """
 import argparse
 import datetime
+import functools
 import os
 import socket
 import subprocess
@@ -59,8 +60,11 @@ def data(rank, dtype, n, seed):
 
 
 def reduce_ref(xs, op, dtype):
-    s = torch.stack([x.to(torch.float64) for x in xs])
     R = dist.ReduceOp
+    bitwise = {R.BAND: lambda a, b: a & b, R.BOR: lambda a, b: a | b, R.BXOR: lambda a, b: a ^ b}
+    if op in bitwise and (op == R.BXOR or dtype != torch.bool):
+        return functools.reduce(bitwise[op], xs)
+    s = torch.stack([x.to(torch.float64) for x in xs])
     if op in (R.SUM, R.BOR) and dtype == torch.bool:
         return s.amax(0).to(dtype)
     if op in (R.PRODUCT, R.BAND) and dtype == torch.bool:
@@ -83,9 +87,29 @@ def same(got, want, what):
 def ops_for(dtype):
     R = dist.ReduceOp
     if dtype == torch.bool:
-        return [R.SUM, R.PRODUCT, R.MIN, R.MAX, R.BAND, R.BOR]
+        return [R.SUM, R.PRODUCT, R.MIN, R.MAX, R.BAND, R.BOR, R.BXOR]
     ops = [R.SUM, R.PRODUCT, R.MIN, R.MAX]
-    return ops + [R.AVG] if dtype.is_floating_point else ops
+    return ops + [R.AVG] if dtype.is_floating_point else ops + [R.BAND, R.BOR, R.BXOR]
+
+
+def rooted_ops_for(dtype):
+    """The ops reduce and reduce_scatter are checked with: SUM, and a bitwise or PREMUL_SUM."""
+    R = dist.ReduceOp
+    if dtype.is_floating_point:
+        return [R.SUM, "premul"]
+    return [R.SUM, R.BXOR, R.BAND] if dtype != torch.bool else [R.SUM, R.BXOR]
+
+
+PREMUL = 2.5  # exact in every floating dtype, as are the products and sums of the inputs
+
+
+def op_and_ref(op, xs, dtype):
+    """The op to pass, and the reference over xs; "premul" is PREMUL_SUM by a float factor."""
+    if not isinstance(op, str):
+        return op, reduce_ref(xs, op, dtype)
+    f = PREMUL
+    return (dist._make_nccl_premul_sum(f),
+            reduce_ref([(x.double() * f) for x in xs], dist.ReduceOp.SUM, torch.float64).to(dtype))
 
 
 def check_reductions(dtype, n, seed, group=None, ranks=None):
@@ -96,19 +120,31 @@ def check_reductions(dtype, n, seed, group=None, ranks=None):
         t = xs[me].clone()
         dist.all_reduce(t, op=op, group=group)
         same(t, reduce_ref(xs, op, dtype), f"all_reduce {op} {dtype} n={n}")
-    xs = [data(r, dtype, n, seed) for r in ranks]
-    t = xs[me].clone()
-    dist.reduce(t, dst=ranks[0], group=group)
-    if me == 0:
-        same(t, reduce_ref(xs, dist.ReduceOp.SUM, dtype), f"reduce {dtype} n={n}")
-    blocks = [[data(r, dtype, n, seed + 1 + j) for j in ranks] for r in ranks]
-    out = torch.empty(n, dtype=dtype)
-    dist.reduce_scatter(out, [b.clone() for b in blocks[me]], group=group)
-    same(out, reduce_ref([b[me] for b in blocks], dist.ReduceOp.SUM, dtype), "reduce_scatter")
-    out = torch.empty(n, dtype=dtype)
-    dist._reduce_scatter_base(out, torch.cat(blocks[me]), group=group)
-    same(out, reduce_ref([b[me] for b in blocks], dist.ReduceOp.SUM, dtype),
-         "_reduce_scatter_base")
+    for op in rooted_ops_for(dtype):
+        xs = [data(r, dtype, n, seed) for r in ranks]
+        t = xs[me].clone()
+        arg, want = op_and_ref(op, xs, dtype)
+        dist.reduce(t, dst=ranks[0], op=arg, group=group)
+        if me == 0:
+            same(t, want, f"reduce {op} {dtype} n={n}")
+        blocks = [[data(r, dtype, n, seed + 1 + j) for j in ranks] for r in ranks]
+        arg, want = op_and_ref(op, [b[me] for b in blocks], dtype)
+        out = torch.empty(n, dtype=dtype)
+        dist.reduce_scatter(out, [b.clone() for b in blocks[me]], op=arg, group=group)
+        same(out, want, f"reduce_scatter {op} {dtype} n={n}")
+        out = torch.empty(n, dtype=dtype)
+        dist._reduce_scatter_base(out, torch.cat(blocks[me]), op=arg, group=group)
+        same(out, want, f"_reduce_scatter_base {op} {dtype} n={n}")
+    if dtype.is_floating_point:
+        xs = [data(r, dtype, n, seed) for r in ranks]
+        t = xs[me].clone()
+        arg, want = op_and_ref("premul", xs, dtype)
+        dist.all_reduce(t, op=arg, group=group)
+        same(t, want, f"all_reduce PREMUL_SUM {dtype} n={n}")
+        t = xs[me].clone()
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum([torch.tensor([PREMUL])]),
+                        group=group)
+        same(t, want, f"all_reduce PREMUL_SUM by a tensor factor {dtype} n={n}")
 
 
 def check_movement(dtype, n, seed):
@@ -200,6 +236,35 @@ def check_coalesced():
              f"all_reduce_coalesced tensor {i}")
 
 
+def check_allgather_coalesced():
+    sizes = (3, 0, 130)
+    xs = [[data(r, torch.int32, n, 60 + n) for n in sizes] for r in range(N)]
+    outs = [[torch.empty(n, dtype=torch.int32) for n in sizes] for _ in range(N)]
+    dist.all_gather_coalesced(outs, xs[RANK])
+    for r in range(N):
+        for i in range(len(sizes)):
+            same(outs[r][i], xs[r][i], f"all_gather_coalesced rank {r} tensor {i}")
+
+
+def check_monitored_barrier():
+    collie_torch.monitored_barrier()
+    collie_torch.monitored_barrier(timeout=datetime.timedelta(seconds=30), wait_all_ranks=True)
+    # The last rank stays away: rank 0 names it (and only it), the others are not released.
+    group = dist.new_group(backend="collie")
+    if RANK == N - 1:
+        return
+    start = time.monotonic()
+    msg = expect_error(lambda: collie_torch.monitored_barrier(
+        group, timeout=datetime.timedelta(seconds=1), wait_all_ranks=True), "monitored_barrier")
+    took = time.monotonic() - start
+    assert took < 10, f"rank {RANK}: monitored_barrier took {took:.1f} s to fail"
+    if RANK == 0:
+        want = f"rank {N - 1} failed to pass monitored_barrier"
+    else:
+        want = "not released by rank 0"
+    assert want in msg, f"rank {RANK}: monitored_barrier said: {msg}"
+
+
 def check_future():
     t = data(RANK, torch.float32, 33, 7)
     work = dist.all_reduce(t, async_op=True)
@@ -230,8 +295,9 @@ def expect_error(fn, what):
 def check_refusals():
     expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)), "int16")
     expect_error(lambda: dist.all_reduce(torch.ones(8)[::2]), "non-contiguous")
+    expect_error(lambda: dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BXOR), "BXOR of floats")
     expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32),
-                                         op=dist.ReduceOp.BXOR), "BXOR")
+                                         op=dist._make_nccl_premul_sum(2.0)), "integer PREMUL_SUM")
     sparse = torch.sparse_coo_tensor([[0]], [1.0], (4,))
     expect_error(lambda: dist.all_reduce(sparse), "sparse")
     # Complex sums go through torch's real view: the right answer, not an error.
@@ -250,6 +316,7 @@ def run_ops():
             check_movement(dtype, n, seed * 10 + n)
         check_alltoall(dtype, seed)
     check_coalesced()
+    check_allgather_coalesced()
     check_p2p()
     check_future()
     check_refusals()
@@ -258,6 +325,7 @@ def run_ops():
         sub = dist.new_group(members, backend="collie")
         if RANK in members:
             check_reductions(torch.float32, 9, 3, group=sub, ranks=members)
+    check_monitored_barrier()
     bad = dist.new_group(backend="collie", timeout=datetime.timedelta(seconds=10))
     msg = expect_error(lambda: dist.all_reduce(torch.ones(4 + RANK), group=bad), "size mismatch")
     assert "disagree" in msg, f"rank {RANK}: size mismatch said: {msg}"
@@ -363,11 +431,11 @@ def main():
     p.add_argument("--timeout", type=float, default=150)
     p.add_argument("--worker", action="store_true")
     args = p.parse_args()
-    global torch, dist
+    global torch, dist, collie_torch
     try:
         import torch
         import torch.distributed as dist
-        import collie_torch  # noqa: F401 (registers the backend)
+        import collie_torch  # registers the backend
     except ImportError as e:
         print(f"skipped: {e}")
         sys.exit(SKIP)

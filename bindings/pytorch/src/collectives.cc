@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "process_group_collie.h"
+#include "reduction.h"
 #include "tensors.h"
 
 namespace collie_torch {
@@ -21,33 +22,6 @@ const at::Tensor& one(const std::vector<at::Tensor>& ts, const char* op) {
 
 }  // namespace
 
-collieRedOp_t ProcessGroupCollie::redOp(const c10d::ReduceOp& op, const at::Tensor& t,
-                                        const char* name) const {
-  auto kind = static_cast<c10d::ReduceOp::RedOpType>(op);
-  if (t.scalar_type() == at::kBool) {
-    // On bool, sum and band are or and and, which max and min of 0/1 give exactly.
-    if (kind == c10d::ReduceOp::SUM || kind == c10d::ReduceOp::BOR) return collieMax;
-    if (kind == c10d::ReduceOp::PRODUCT || kind == c10d::ReduceOp::BAND) return collieMin;
-  }
-  switch (kind) {
-    case c10d::ReduceOp::SUM:
-      return collieSum;
-    case c10d::ReduceOp::PRODUCT:
-      return collieProd;
-    case c10d::ReduceOp::MIN:
-      return collieMin;
-    case c10d::ReduceOp::MAX:
-      return collieMax;
-    case c10d::ReduceOp::AVG:
-      TORCH_CHECK(t.scalar_type() != at::kBool, "collie ", name, ": AVG of bool is undefined");
-      return collieAvg;
-    default:
-      TORCH_CHECK(false, "collie ", name, ": reduce op ", static_cast<int>(kind),
-                  " (BAND, BOR, BXOR on integers or PREMUL_SUM) is not supported; Collie has "
-                  "SUM, PRODUCT, MIN, MAX, AVG, and BAND/BOR on bool");
-  }
-}
-
 WorkPtr ProcessGroupCollie::broadcast(std::vector<at::Tensor>& tensors,
                                       const c10d::BroadcastOptions& opts) {
   const at::Tensor& t = one(tensors, "broadcast");
@@ -59,10 +33,14 @@ WorkPtr ProcessGroupCollie::broadcast(std::vector<at::Tensor>& tensors,
 
 void ProcessGroupCollie::allreduceInPlace(const at::Tensor& t, const c10d::ReduceOp& reduceOp,
                                           const char* name) {
-  collieDataType_t type = collieType(t, name);
-  collieRedOp_t op = redOp(reduceOp, t, name);
+  Reduction red(reduceOp, t, comm_, name);
+  if (red.bitwise()) {
+    t.copy_(red.fold(gatherRows(t, name)).view(t.sizes()));
+    return;
+  }
   void* p = t.data_ptr();
-  check(collieAllReduce(p, p, t.numel(), type, op, comm_, nullptr), comm_, name);
+  check(collieAllReduce(p, p, t.numel(), collieType(t, name), red.op(), comm_, nullptr), comm_,
+        name);
 }
 
 WorkPtr ProcessGroupCollie::allreduce(std::vector<at::Tensor>& tensors,
@@ -81,10 +59,20 @@ WorkPtr ProcessGroupCollie::reduce(std::vector<at::Tensor>& tensors,
                                    const c10d::ReduceOptions& opts) {
   const at::Tensor& t = one(tensors, "reduce");
   collieDataType_t type = collieType(t, "reduce");
-  collieRedOp_t op = redOp(opts.reduceOp, t, "reduce");
+  Reduction red(opts.reduceOp, t, comm_, "reduce");
+  bool root = getRank() == opts.rootRank;
+  if (red.bitwise()) {
+    at::Tensor rows = root ? at::empty({getSize(), t.numel()}, t.options()) : at::Tensor();
+    check(collieGather(t.data_ptr(), root ? rows.data_ptr() : nullptr, t.numel(), type,
+                       opts.rootRank, comm_, nullptr),
+          comm_, "reduce");
+    if (root) t.copy_(red.fold(rows).view(t.sizes()));
+    return done(OpType::REDUCE, tensors);
+  }
   void* p = t.data_ptr();
-  void* out = getRank() == opts.rootRank ? p : nullptr;
-  check(collieReduce(p, out, t.numel(), type, op, opts.rootRank, comm_, nullptr), comm_, "reduce");
+  check(
+      collieReduce(p, root ? p : nullptr, t.numel(), type, red.op(), opts.rootRank, comm_, nullptr),
+      comm_, "reduce");
   return done(OpType::REDUCE, tensors);
 }
 
@@ -114,6 +102,37 @@ WorkPtr ProcessGroupCollie::_allgather_base(at::Tensor& output, at::Tensor& inpu
   check(collieAllGather(input.data_ptr(), output.data_ptr(), input.numel(), type, comm_, nullptr),
         comm_, "_allgather_base");
   return done(OpType::_ALLGATHER_BASE, {output});
+}
+
+WorkPtr ProcessGroupCollie::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputLists,
+                                                std::vector<at::Tensor>& inputs,
+                                                const c10d::AllgatherOptions&) {
+  const char* name = "allgather_coalesced";
+  TORCH_CHECK(!inputs.empty(), "collie ", name, ": expects at least one input tensor");
+  TORCH_CHECK(static_cast<int>(outputLists.size()) == getSize(), "collie ", name, ": expects ",
+              getSize(), " output lists, got ", outputLists.size());
+  collieDataType_t type = collieType(inputs[0], name);
+  std::vector<at::Tensor> outputs;
+  for (auto& list : outputLists) {
+    TORCH_CHECK(list.size() == inputs.size(), "collie ", name, ": each output list must hold ",
+                inputs.size(), " tensors, like the input list");
+    for (size_t i = 0; i < list.size(); ++i) {
+      collieType(list[i], name);
+      collieType(inputs[i], name);
+      TORCH_CHECK(list[i].scalar_type() == inputs[0].scalar_type() &&
+                      inputs[i].scalar_type() == inputs[0].scalar_type() &&
+                      list[i].numel() == inputs[i].numel(),
+                  "collie ", name, ": output ", i, " of a list differs from input ", i,
+                  " in dtype or size, or the inputs differ in dtype");
+      outputs.push_back(list[i]);
+    }
+  }
+  at::Tensor flat = flatten(inputs);
+  at::Tensor rows = at::empty({getSize(), flat.numel()}, flat.options());
+  check(collieAllGather(flat.data_ptr(), rows.data_ptr(), flat.numel(), type, comm_, nullptr),
+        comm_, name);
+  for (int r = 0; r < getSize(); ++r) unflatten(rows[r], outputLists[r]);
+  return done(OpType::ALLGATHER_COALESCED, outputs);
 }
 
 WorkPtr ProcessGroupCollie::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -159,30 +178,51 @@ WorkPtr ProcessGroupCollie::reduce_scatter(std::vector<at::Tensor>& outputs,
                                            std::vector<std::vector<at::Tensor>>& inputs,
                                            const c10d::ReduceScatterOptions& opts) {
   const at::Tensor& out = one(outputs, "reduce_scatter");
-  collieDataType_t type = collieType(out, "reduce_scatter");
-  collieRedOp_t op = redOp(opts.reduceOp, out, "reduce_scatter");
   TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
               "collie reduce_scatter: expects one list of ", getSize(), " input tensors");
   checkSame(inputs[0], out, "reduce_scatter");
-  at::Tensor flat = flatten(inputs[0]);
-  check(collieReduceScatter(flat.data_ptr(), out.data_ptr(), out.numel(), type, op, comm_, nullptr),
-        comm_, "reduce_scatter");
+  reduceScatter(flatten(inputs[0]), out, opts.reduceOp, "reduce_scatter");
   return done(OpType::REDUCE_SCATTER, outputs);
 }
 
 WorkPtr ProcessGroupCollie::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::ReduceScatterOptions& opts) {
-  collieDataType_t type = collieType(output, "_reduce_scatter_base");
+  collieType(output, "_reduce_scatter_base");
   collieType(input, "_reduce_scatter_base");
-  collieRedOp_t op = redOp(opts.reduceOp, output, "_reduce_scatter_base");
   TORCH_CHECK(
       output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * getSize(),
       "collie _reduce_scatter_base: the input must hold ", getSize(),
       " times the output's elements of its dtype");
-  check(collieReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(), type, op, comm_,
-                            nullptr),
-        comm_, "_reduce_scatter_base");
+  reduceScatter(input, output, opts.reduceOp, "_reduce_scatter_base");
   return done(OpType::_REDUCE_SCATTER_BASE, {output});
+}
+
+void ProcessGroupCollie::reduceScatter(const at::Tensor& in, const at::Tensor& out,
+                                       const c10d::ReduceOp& reduceOp, const char* name) {
+  collieDataType_t type = collieType(out, name);
+  Reduction red(reduceOp, out, comm_, name);
+  if (!red.bitwise()) {
+    check(collieReduceScatter(in.data_ptr(), out.data_ptr(), out.numel(), type, red.op(), comm_,
+                              nullptr),
+          comm_, name);
+    return;
+  }
+  // Block r of every rank's input goes to rank r, which folds the blocks it receives.
+  std::vector<size_t> counts(getSize(), out.numel()), displs(getSize());
+  for (int r = 0; r < getSize(); ++r) displs[r] = r * out.numel();
+  at::Tensor rows = at::empty({getSize(), out.numel()}, out.options());
+  check(collieAlltoAllv(in.data_ptr(), counts.data(), displs.data(), rows.data_ptr(), counts.data(),
+                        displs.data(), type, comm_, nullptr),
+        comm_, name);
+  out.copy_(red.fold(rows).view(out.sizes()));
+}
+
+at::Tensor ProcessGroupCollie::gatherRows(const at::Tensor& t, const char* name) {
+  at::Tensor rows = at::empty({getSize(), t.numel()}, t.options());
+  check(collieAllGather(t.data_ptr(), rows.data_ptr(), t.numel(), collieType(t, name), comm_,
+                        nullptr),
+        comm_, name);
+  return rows;
 }
 
 }  // namespace collie_torch

@@ -84,7 +84,7 @@ c10::intrusive_ptr<c10::ivalue::Future> P2pWork::getFuture() {
 
 ProcessGroupCollie::ProcessGroupCollie(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, std::chrono::milliseconds timeout)
-    : BackendBase(rank, size) {
+    : BackendBase(rank, size), timeout_(timeout) {
   collieUniqueId id = meet(store, rank);
   // The init timeout is every op's deadline, as c10d's timeout is for its other backends.
   int ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
@@ -93,11 +93,13 @@ ProcessGroupCollie::ProcessGroupCollie(const c10::intrusive_ptr<c10d::Store>& st
   TORCH_CHECK(r.ok(), "collie: init of rank ", rank, " of ", size, " failed: ", r.toString());
   comm_ = world_.handle();
   if (!world_.split(0, rank, &p2p_).ok()) p2p_ = collie::Communicator();
+  if (!world_.split(0, rank, &monitor_).ok()) monitor_ = collie::Communicator();
 }
 
 ProcessGroupCollie::~ProcessGroupCollie() {
   // The communicators go first: until they are destroyed, an op in flight may touch a tensor
   // that only pending_ keeps alive.
+  monitor_ = collie::Communicator();
   p2p_ = collie::Communicator();
   world_ = collie::Communicator();
 }
@@ -166,18 +168,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::recvAnysource(std::vector<at:
   auto work = done(c10d::OpType::RECVANYSOURCE, tensors);
   work->setSource(peer);
   return work;
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::barrier(const c10d::BarrierOptions&) {
-  // As with Gloo, a barrier also waits for this rank's earlier sends and receives.
-  std::vector<c10::intrusive_ptr<P2pWork>> pending;
-  {
-    std::lock_guard<std::mutex> lock(pendingMu_);
-    pending.swap(pending_);
-  }
-  for (auto& w : pending) w->wait(std::chrono::milliseconds(0));
-  check(collieBarrier(comm_), comm_, "barrier");
-  return done(c10d::OpType::BARRIER, {});
 }
 
 }  // namespace collie_torch

@@ -93,15 +93,28 @@ class ProcessGroupCollie : public BackendBase {
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  // Gloo's protocol: every rank reports to rank 0, which releases them all or raises naming
+  // the first rank (every rank, with waitAllRanks) that did not arrive within the timeout.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
 
  private:
   // Throws a RuntimeError carrying Collie's message (op, rank, peer) unless r is success.
   void check(collieResult_t r, collieComm_t comm, const char* op) const;
   c10::intrusive_ptr<CollieWork> done(c10d::OpType type, std::vector<at::Tensor> outputs);
-  collieRedOp_t redOp(const c10d::ReduceOp& op, const at::Tensor& t, const char* name) const;
   // One tensor's AllReduce in place, inline; name is the op in errors.
   void allreduceInPlace(const at::Tensor& t, const c10d::ReduceOp& op, const char* name);
+  // ReduceScatter of in (getSize() blocks of out's size) into out.
+  void reduceScatter(const at::Tensor& in, const at::Tensor& out, const c10d::ReduceOp& op,
+                     const char* name);
+  // Every rank's t, one row per rank (an AllGather).
+  at::Tensor gatherRows(const at::Tensor& t, const char* name);
+  // monitoredBarrier's two sides.
+  void reportToRoot(std::chrono::milliseconds timeout);
+  void releaseFromRoot(std::chrono::milliseconds timeout, bool waitAllRanks);
   c10::intrusive_ptr<c10d::Work> postP2p(c10d::OpType type, const at::Tensor& t, collie::Work op,
                                          const char* what, int peer, int tag);
 
@@ -110,6 +123,13 @@ class ProcessGroupCollie : public BackendBase {
   // Sends and receives, split from world_ so that one in flight never holds up a collective;
   // empty where the transports take no second communicator (world_ serves then).
   collie::Communicator p2p_;
+  // monitoredBarrier's messages, apart from the user's; its buffers outlive receives that a
+  // failed barrier leaves posted, and after a failure the ranks' counts differ for good.
+  collie::Communicator monitor_;
+  std::vector<uint8_t> monitorBytes_;
+  std::vector<collie::Work> monitorLeft_;
+  bool monitorFailed_ = false;
+  std::chrono::milliseconds timeout_;
   uint64_t seq_ = 0;
   std::mutex pendingMu_;
   std::vector<c10::intrusive_ptr<P2pWork>> pending_;  // guarded by pendingMu_
