@@ -11,14 +11,16 @@ BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev
 # The install tests build the examples with pkg-config and make .debs (dpkg-shlibdeps, file).
 # The netns tests make hosts of network namespaces with ip, tc, nft and sysctl; the perf tests read
 # collie-perf's JSON and run perf/compare with python3. The PyTorch backend's tests need Debian's
-# torch, its headers and pybind11, installed before CMake configures so that it builds them.
-TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file \
-  python3-torch libtorch-dev pybind11-dev
+# torch, its headers and pybind11, installed before CMake configures so that it builds them;
+# Debian's torch multiplies matrices with whatever libblas.so.3 is, the reference BLAS unless
+# an optimized one is installed.
+TORCH_PACKAGES = python3-torch libtorch-dev pybind11-dev libopenblas0-pthread
+TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file $(TORCH_PACKAGES)
 
 BENCH_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox python3
 BENCH_ARGS ?=
 
-.PHONY: all deps build deb run demo bench bench-micro test test-unit test-multiproc test-sanitize clean
+.PHONY: all deps build deb run demo bench bench-torch bench-micro test test-unit test-multiproc test-sanitize clean
 
 all: build
 
@@ -54,6 +56,14 @@ bench:
 	@bash tools/install_deps.sh $(BUILD_PACKAGES) $(BENCH_PACKAGES)
 	$(MAKE) build
 	python3 perf/compare --bin $(BUILD)/bin $(BENCH_ARGS)
+
+# torch.distributed over the collie backend against gloo: all_reduce per size, the binding's
+# cost per call and a DDP step of the demo's MLP, 2 ranks; the busbw plot in build/bench/.
+bench-torch:
+	@bash tools/install_deps.sh $(BUILD_PACKAGES) $(TORCH_PACKAGES) gnuplot-nox
+	$(MAKE) build
+	mkdir -p $(BUILD)/bench
+	PYTHONPATH=$(BUILD)/python /usr/bin/python3 perf/torch_compare --plot $(BUILD)/bench/torch-busbw.png
 
 # Google Benchmark micro-benchmarks: reduction kernels vs memcpy, frame encode/decode, shm and
 # TCP ping-pong latency and streaming bandwidth.
