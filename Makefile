@@ -65,6 +65,13 @@ bench-torch:
 	mkdir -p $(BUILD)/bench
 	PYTHONPATH=$(BUILD)/python /usr/bin/python3 perf/torch_compare --plot $(BUILD)/bench/torch-busbw.png
 
+# The chaos campaign: TRIALS jobs of random calls, each with a random fault, judged and
+# counted (tests/chaos/chaos.py); CHAOS_ARGS pass through.
+TRIALS ?= 1000
+CHAOS_ARGS ?=
+chaos: build
+	python3 tests/chaos/chaos.py --bin $(BUILD)/bin --trials $(TRIALS) $(CHAOS_ARGS)
+
 # Google Benchmark micro-benchmarks: reduction kernels vs memcpy, frame encode/decode, shm and
 # TCP ping-pong latency and streaming bandwidth.
 bench-micro: build

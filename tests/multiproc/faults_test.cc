@@ -215,6 +215,10 @@ TEST(Faults, AStoppedRankIsNamedByEverySurvivorOfATreeOverTcp) { stopMidOp(3, 0,
 // UCX over its tcp transport: the dead peer fails its endpoint (error handling mode PEER).
 TEST(Faults, SigkillOneOfTwoRanksOverUcx) { killMidOp(2, 1, "ucx", {{"UCX_TLS", "tcp"}}); }
 TEST(Faults, SigkillOneOfFourRanksOverUcx) { killMidOp(4, 2, "ucx", {{"UCX_TLS", "tcp"}}); }
+// Over UCX too the survivors listen after a timeout and name the rank that sent no abort; a
+// rank answers a peer whose abort came first (before, it did not, and that peer named it).
+TEST(Faults, AStoppedRankIsNamedByEverySurvivorOfARingOverUcx) { stopMidOp(5, 3, "ucx", "ring"); }
+TEST(Faults, AStoppedRankIsNamedByEverySurvivorOfATreeOverUcx) { stopMidOp(6, 1, "ucx", "tree"); }
 
 // Two ranks on two pretend hosts (so that the automatic choice considers UCX), one AllReduce;
 // each rank notes its init error or the result, and the parent reads the notes and the logs.

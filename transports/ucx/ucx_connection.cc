@@ -390,7 +390,8 @@ void UcxConnection::appendPollFds(std::vector<pollfd>* fds) const {
 }
 
 void UcxConnection::sendAbortOn(uint64_t commId, const Status& failure) {
-  if (aborted_ || abortSent_) return;
+  // Also to a peer whose abort came first: its answer tells it this rank is not the one stuck.
+  if (abortSent_) return;
   abortSent_ = true;
   // The failed op's Requests are gone; UCX may complete any op of the worker from here on.
   t_->detachAll();
@@ -419,6 +420,11 @@ void UcxConnection::sendAbortOn(uint64_t commId, const Status& failure) {
   Deadline d = Deadline::afterMs(500);
   while (abortInFlight_ && !epFailed_ && !d.expired())
     if (api_->workerProgress(t_->worker_) == 0) sched_yield();
+}
+
+AbortLink::Word UcxConnection::listenAfterFailure() {
+  api_->workerProgress(t_->worker_);
+  return aborted_ || epFailed_ ? Word::kHeard : Word::kNothing;
 }
 
 void* UcxConnection::startFlush() {

@@ -32,6 +32,8 @@ class UcxLane : public Connection {
 
   int peer() const override { return c_->peer(); }
   void sendAbort(const Status& failure) override { c_->sendAbortOn(lane_->commId, failure); }
+  Word listenAfterFailure() override { return c_->listenAfterFailure(); }
+  bool peerClosed() const override { return c_->peerClosed(); }
   void linger(const Deadline&) override {}  // the connection lingers when it goes
 
  private:

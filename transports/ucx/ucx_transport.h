@@ -142,6 +142,10 @@ class UcxConnection : public Connection {
   // AbortLink: the abort is a message on its own tag channel, its receive always posted.
   int peer() const override { return peer_; }
   void sendAbort(const Status& failure) override { sendAbortOn(lane0_.commId, failure); }
+  // The peer has spoken once its abort arrived (that receive stays posted) or its endpoint
+  // failed (it died or closed); progress here moves both.
+  Word listenAfterFailure() override;
+  bool peerClosed() const override { return epFailed_; }
   void linger(const Deadline& deadline) override;
 
   // Called from UCX's callbacks (inside ucp_worker_progress, of any connection of the worker).
