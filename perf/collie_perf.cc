@@ -66,7 +66,8 @@ bool wantProgress(const Options& o) {
 // communicator, per table).
 void applyEnvironment(const Options& o) {
   if (!o.transport.empty()) setenv("COLLIE_TRANSPORT", o.transport.c_str(), 1);
-  // -T is nccl-tests' per-operation timeout; init keeps its own deadline when one is set.
+  // -T is nccl-tests' per-operation timeout; init's deadline follows it unless
+  // COLLIE_CONNECT_TIMEOUT_MS sets one of its own.
   if (o.timeoutS > 0) setenv("COLLIE_TIMEOUT_MS", std::to_string(o.timeoutS * 1000).c_str(), 1);
 }
 
