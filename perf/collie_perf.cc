@@ -4,8 +4,8 @@
 //
 // It uses only the public C API, so it measures what an application would get. Every rank runs
 // the same sequence of collectives; only rank 0 prints. Rank times are combined with an
-// all-reduce (by default the max, so the slowest rank sets the number) and all-reduces also
-// stand in for barriers.
+// all-reduce (-a: by default the mean, as nccl-tests) and all-reduces also stand in for
+// barriers.
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +66,9 @@ bool wantProgress(const Options& o) {
 // communicator, per table).
 void applyEnvironment(const Options& o) {
   if (!o.transport.empty()) setenv("COLLIE_TRANSPORT", o.transport.c_str(), 1);
+  // -T is nccl-tests' per-operation timeout; init's deadline follows it unless
+  // COLLIE_CONNECT_TIMEOUT_MS sets one of its own.
+  if (o.timeoutS > 0) setenv("COLLIE_TIMEOUT_MS", std::to_string(o.timeoutS * 1000).c_str(), 1);
 }
 
 // The tables --algo asks for: "" (the library's choice, no column), one name, or every known
@@ -84,6 +87,27 @@ int localRankFromEnv() {
     if (value && *value) return atoi(value);
   }
   return 0;
+}
+
+// One cycle: every sweep (--repeat) of every (datatype, op) table asked for.
+void runSweeps(const Options& o, const CollDesc& coll, const std::vector<std::string>& tables,
+               std::vector<bool>* runs, Bench* bench) {
+  for (int sweep = 0; sweep < o.repeat; ++sweep) {
+    for (int t = 0; t < kNumTypes; ++t) {
+      if (o.datatype != kAll && o.datatype != t) continue;
+      // Collectives without a reduction run once per datatype.
+      for (int op = 0; op < (coll.hasOp ? kNumOps : 1); ++op) {
+        if (coll.hasOp && o.op != kAll && o.op != op) continue;
+        auto dtype = static_cast<collieDataType_t>(t);
+        auto rop = static_cast<collieRedOp_t>(coll.hasOp ? op : collieSum);
+        if (o.algo == "all") {
+          bench->runInterleaved(tables, runs, dtype, rop, sweep);
+          continue;
+        }
+        if ((*runs)[0]) (*runs)[0] = bench->runTable(tables[0], dtype, rop, sweep);
+      }
+    }
+  }
 }
 
 int run(const Options& o) {
@@ -118,26 +142,13 @@ int run(const Options& o) {
   std::vector<RankInfo> ranks = bench.gatherRanks();
   if (rank == 0) {
     printRunHeader(stdout, o, version, ranks);
-    if (o.algo.empty()) printTableHeader(stdout);
+    if (o.algo.empty()) printTableHeader(stdout, false, o.reportCputime == 1);
   }
   std::vector<std::string> tables = algorithmTables(o);
   std::vector<bool> runs(tables.size(), true);
-  for (int sweep = 0; sweep < o.repeat; ++sweep) {
-    for (int t = 0; t < kNumTypes; ++t) {
-      if (o.datatype != kAll && o.datatype != t) continue;
-      // Collectives without a reduction run once per datatype.
-      for (int op = 0; op < (coll.hasOp ? kNumOps : 1); ++op) {
-        if (coll.hasOp && o.op != kAll && o.op != op) continue;
-        auto dtype = static_cast<collieDataType_t>(t);
-        auto rop = static_cast<collieRedOp_t>(coll.hasOp ? op : collieSum);
-        if (o.algo == "all") {
-          bench.runInterleaved(tables, &runs, dtype, rop, sweep);
-          continue;
-        }
-        if (runs[0]) runs[0] = bench.runTable(tables[0], dtype, rop, sweep);
-      }
-    }
-  }
+  // -N: the run again, each cycle's rows printed as measured (0: until stopped, nccl-tests).
+  for (long cycle = 0; o.runCycles == 0 || cycle < o.runCycles; ++cycle)
+    runSweeps(o, coll, tables, &runs, &bench);
   bench.finish();
   // One algorithm asked for by name that cannot run the collective here: its table was skipped
   // with a line, and nothing was measured, which is no success (--algo all skips and goes on).

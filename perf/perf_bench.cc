@@ -199,7 +199,7 @@ void Bench::measureRow(const std::string& algo, size_t size, collieDataType_t dt
   table_ = algo;
   bool print = rank_ == 0 && !printsAtEnd();
   if (print && !algo.empty() && algo != header_) {
-    printAlgorithmHeader(stdout, algo.c_str(), showAlgo());
+    printAlgorithmHeader(stdout, algo.c_str(), showAlgo(), o_.reportCputime == 1);
     header_ = algo;
   }
   size_t count = countFor(size, type);
@@ -393,28 +393,17 @@ collieResult_t Bench::runColl(size_t count, collieDataType_t dtype, collieRedOp_
   return coll_.run(call(count, dtype, op, inPlace, iter));
 }
 
-double Bench::timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace) {
-  using Clock = std::chrono::steady_clock;
-  barrier();
-  Clock::duration collOnly{};
-  Clock::time_point start = Clock::now();
-  for (int it = 0; it < o_.iters; ++it) {
-    // The clock only where each call is timed alone: the two reads cost ~60 ns on a VM, an
-    // eighth of an 8-byte call over shared memory.
-    Clock::time_point t0 = o_.blocking == 3 ? Clock::now() : start;
-    check(runColl(count, dtype, op, inPlace, it));
-    if (o_.blocking != 0) syncDevice();
-    if (o_.blocking == 3) collOnly += Clock::now() - t0;
-    if (o_.blocking == 1 || o_.blocking == 3) barrier();
+// The calls of one timed iteration: -m of them, in one group when more than one (nccl-tests).
+void Bench::runIteration(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
+                         int it) {
+  if (o_.aggIters > 1) check(collieGroupStart());
+  for (int a = 0; a < o_.aggIters; ++a) {
+    check(runColl(count, dtype, op, inPlace, it * o_.aggIters + a));
   }
-  syncDevice();
-  Clock::duration total = o_.blocking == 3 ? collOnly : Clock::now() - start;
-  // Read before the time reductions below, which are collectives of their own.
-  useAlgo(true);
-  const char* name = "";
-  check(collieCommLastAlgorithm(comm_, &name));
-  picked_ = !coll_.usesAlgorithm ? "p2p" : name ? name : "";
-  double sec = std::chrono::duration<double>(total).count() / o_.iters;
+  if (o_.aggIters > 1) check(collieGroupEnd());
+}
+
+double Bench::combineRanks(double sec) {
   switch (o_.average) {
     case 0:
       return reduceDouble(rank_ == 0 ? sec : 0.0, collieSum);
@@ -425,6 +414,36 @@ double Bench::timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t
     default:
       return reduceDouble(sec, collieMax);
   }
+}
+
+double Bench::timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
+                             double* cpuSec) {
+  using Clock = std::chrono::steady_clock;
+  barrier();
+  Clock::duration collOnly{};
+  Clock::time_point start = Clock::now();
+  for (int it = 0; it < o_.iters; ++it) {
+    // The clock only where each call is timed alone: the two reads cost ~60 ns on a VM, an
+    // eighth of an 8-byte call over shared memory.
+    Clock::time_point t0 = o_.blocking == 3 ? Clock::now() : start;
+    runIteration(count, dtype, op, inPlace, it);
+    if (o_.blocking != 0) syncDevice();
+    if (o_.blocking == 3) collOnly += Clock::now() - t0;
+    if (o_.blocking == 1 || o_.blocking == 3) barrier();
+  }
+  // nccl-tests' CPU time: until the calls have returned, before the wait for the device.
+  Clock::duration issued = o_.blocking == 3 ? collOnly : Clock::now() - start;
+  syncDevice();
+  Clock::duration total = o_.blocking == 3 ? collOnly : Clock::now() - start;
+  // Read before the time reductions below, which are collectives of their own.
+  useAlgo(true);
+  const char* name = "";
+  check(collieCommLastAlgorithm(comm_, &name));
+  picked_ = !coll_.usesAlgorithm ? "p2p" : name ? name : "";
+  const double calls = static_cast<double>(o_.iters) * o_.aggIters;
+  if (cpuSec != nullptr)
+    *cpuSec = combineRanks(std::chrono::duration<double>(issued).count() / calls);
+  return combineRanks(std::chrono::duration<double>(total).count() / calls);
 }
 
 int64_t Bench::checkResults(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace) {
@@ -448,7 +467,10 @@ void Bench::benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, boo
   fillInputs(count, dtype, op, inPlace, 0);
   check(runColl(count, dtype, op, inPlace, 0));
   syncDevice();
-  double sec = timeIterations(count, dtype, op, inPlace);
+  double cpuSec = 0;
+  double sec = timeIterations(count, dtype, op, inPlace, o_.reportCputime ? &cpuSec : nullptr);
+  // -C: the time column shows CPU time; the bandwidths stay those of the wall time (nccl-tests).
+  const double shownUs = (o_.reportCputime ? cpuSec : sec) * 1.0e6;
   double bytes = static_cast<double>(count * type.size);
   double algBw = sec > 0 ? bytes / 1.0e9 / sec : 0.0;
   double busBw = algBw * coll_.busFactor(nranks_);
@@ -465,9 +487,9 @@ void Bench::benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, boo
   else if (rowAlgos_ != picked_)
     rowAlgos_ += "/" + picked_;
   if (rank_ == 0 && !printsAtEnd()) {
-    printRowBody(stdout, sec * 1.0e6, algBw, busBw, checked, wrong);
-    csv_.writeRow(count * type.size, count, type.name, opLabel(op), inPlace, sec * 1.0e6, algBw,
-                  busBw, checked, wrong);
+    printRowBody(stdout, shownUs, algBw, busBw, checked, wrong);
+    csv_.writeRow(count * type.size, count, type.name, opLabel(op), inPlace, shownUs, algBw, busBw,
+                  checked, wrong);
   }
   if (rank_ == 0 && progress_) {
     fprintf(stderr, "collie-perf: sweep %d/%d %s%s%s %zu B %s %s %s: %.2f us, busbw %.3f GB/s%s\n",

@@ -1,5 +1,5 @@
 // The measuring loop of collie-perf: for one collective, every (algorithm, datatype, op) table
-// over the size sweep, timed, checked, repeated -R times, and reported (table, CSV, JSON).
+// over the size sweep, timed, checked, repeated --repeat times, and reported (table, CSV, JSON).
 // Only the public C API is used, so it measures what an application would get.
 #pragma once
 
@@ -86,7 +86,13 @@ class Bench {
   // no longer says "(trial)"), so that no trial call is timed; the calls are like the timed
   // ones (see the .cc).
   void settleTuner(size_t count, collieDataType_t dtype, collieRedOp_t op);
-  double timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
+  void runIteration(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace, int it);
+  // One rank's seconds combined across ranks as -a says (rank 0, mean, min or max).
+  double combineRanks(double sec);
+  // Seconds per call, combined across ranks; *cpuSec (when not null): the host time spent
+  // issuing them, combined alike.
+  double timeIterations(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace,
+                        double* cpuSec);
   int64_t checkResults(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
   void benchOne(size_t count, collieDataType_t dtype, collieRedOp_t op, bool inPlace);
   Result& record(size_t count, const TypeInfo& type, collieRedOp_t op, bool inPlace);

@@ -17,28 +17,46 @@
 namespace collie::perf {
 namespace {
 
-enum LongOnly { kCsv = 1000, kJson, kAlgo, kTransport, kProgress, kDevice, kBackend };
+enum LongOnly { kCsv = 1000, kJson, kAlgo, kTransport, kProgress, kDevice, kBackend, kRepeat };
 
+// Every option of nccl-tests' *_perf programs (src/common.cu), then collie-perf's own.
 const option kLongOptions[] = {
+    {"nthreads", required_argument, nullptr, 't'},
+    {"ngpus", required_argument, nullptr, 'g'},
     {"minbytes", required_argument, nullptr, 'b'},
     {"maxbytes", required_argument, nullptr, 'e'},
     {"stepbytes", required_argument, nullptr, 'i'},
     {"stepfactor", required_argument, nullptr, 'f'},
     {"iters", required_argument, nullptr, 'n'},
+    {"agg_iters", required_argument, nullptr, 'm'},
     {"warmup_iters", required_argument, nullptr, 'w'},
+    {"run_cycles", required_argument, nullptr, 'N'},
+    {"parallel_init", required_argument, nullptr, 'p'},
     {"check", required_argument, nullptr, 'c'},
-    {"datatype", required_argument, nullptr, 'd'},
     {"op", required_argument, nullptr, 'o'},
-    {"blocking", required_argument, nullptr, 'z'},
+    {"datatype", required_argument, nullptr, 'd'},
     {"root", required_argument, nullptr, 'r'},
+    {"blocking", required_argument, nullptr, 'z'},
+    {"stream_null", required_argument, nullptr, 'y'},
+    {"timeout", required_argument, nullptr, 'T'},
+    {"cudagraph", required_argument, nullptr, 'G'},
+    {"report_cputime", required_argument, nullptr, 'C'},
+    {"report_timestamps", required_argument, nullptr, 'S'},
+    {"output_file", required_argument, nullptr, 'J'},
     {"average", required_argument, nullptr, 'a'},
-    {"nthreads", required_argument, nullptr, 't'},
-    {"ngpus", required_argument, nullptr, 'g'},
+    {"local_register", required_argument, nullptr, 'R'},
+    {"cta_policy", required_argument, nullptr, 'x'},
+    {"device_implementation", required_argument, nullptr, 'D'},
+    {"device_cta_count", required_argument, nullptr, 'V'},
+    {"memory", required_argument, nullptr, 'M'},
+    {"unalign", required_argument, nullptr, 'u'},
+    {"per_iter_timing", required_argument, nullptr, 'I'},
+    {"per_iter_skip", required_argument, nullptr, 'K'},
     {"csv", required_argument, nullptr, kCsv},
     {"json", required_argument, nullptr, kJson},
     {"algo", required_argument, nullptr, kAlgo},
     {"transport", required_argument, nullptr, kTransport},
-    {"repeat", required_argument, nullptr, 'R'},
+    {"repeat", required_argument, nullptr, kRepeat},
     {"progress", required_argument, nullptr, kProgress},
     {"device", no_argument, nullptr, kDevice},
     {"backend", required_argument, nullptr, kBackend},
@@ -48,7 +66,7 @@ const option kLongOptions[] = {
 
 // '+': stop at the first non-option, so a stray word is reported instead of skipped.
 // ':': report a missing value as ':' rather than printing getopt's own message.
-const char kShortOptions[] = "+:b:e:i:f:n:w:c:d:o:z:r:a:t:g:R:h";
+const char kShortOptions[] = "+:t:g:b:e:i:f:n:m:w:N:p:I:K:c:o:d:r:z:y:T:G:C:a:R:x:D:V:J:S:M:u:h";
 
 // Sizes take an optional K, M or G suffix (binary units, as nccl-tests) and an optional B.
 bool parseSize(const char* text, size_t* out) {
@@ -123,14 +141,6 @@ bool wordFlag(const char* arg, const char* needs, std::string* field, std::strin
   return true;
 }
 
-// -t and -g take only 1, as nccl-tests' threads and GPUs per process.
-bool oneFlag(const char* arg, const char* name, std::string* error) {
-  int one = 0;
-  if (intFlag(arg, name, 1, 1, &one, error)) return true;
-  *error += ": collie-perf runs one rank per process; start more with collie-run -n";
-  return false;
-}
-
 // A name that find() knows, or "all" (kAll).
 bool nameOrAll(const char* arg, int (*find)(const char*), int* field) {
   if (std::strcmp(arg, "all") == 0) {
@@ -173,12 +183,29 @@ struct IntFlag {
 };
 const IntFlag kIntFlags[] = {
     {'n', "iters", 1, kIntMax, &Options::iters},
+    {'m', "agg_iters", 1, kIntMax, &Options::aggIters},
     {'w', "warmup_iters", 0, kIntMax, &Options::warmupIters},
+    {'N', "run_cycles", 0, kIntMax, &Options::runCycles},
     {'c', "check", 0, kIntMax, &Options::check},
     {'z', "blocking", 0, 3, &Options::blocking},
     {'r', "root", 0, kIntMax, &Options::root},
     {'a', "average", 0, 3, &Options::average},
-    {'R', "repeat", 1, 1000, &Options::repeat},
+    {'T', "timeout", 0, kIntMax / 1000, &Options::timeoutS},
+    {'C', "report_cputime", 0, 1, &Options::reportCputime},
+    {'t', "nthreads", 1, kIntMax, &Options::nthreads},
+    {'g', "ngpus", 1, kIntMax, &Options::ngpus},
+    {'p', "parallel_init", 0, 1, &Options::parallelInit},
+    {'y', "stream_null", 0, 1, &Options::streamNull},
+    {'G', "cudagraph", 0, kIntMax, &Options::cudaGraph},
+    {'S', "report_timestamps", 0, 1, &Options::reportTimestamps},
+    {'x', "cta_policy", 0, 2, &Options::ctaPolicy},
+    {'D', "device_implementation", 0, kIntMax, &Options::deviceImpl},
+    {'V', "device_cta_count", 1, 128, &Options::deviceCtaCount},
+    {'M', "memory", 0, 1, &Options::memoryReport},
+    {'u', "unalign", 0, kIntMax, &Options::unalign},
+    {'I', "per_iter_timing", 0, 1, &Options::perIterTiming},
+    {'K', "per_iter_skip", 0, kIntMax, &Options::perIterSkip},
+    {kRepeat, "repeat", 1, 1000, &Options::repeat},
     {kProgress, "progress", 0, 1, &Options::progress},
 };
 
@@ -203,6 +230,7 @@ const WordFlag kWordFlags[] = {
     {kJson, "--json needs a file name", &Options::jsonPath},
     {kAlgo, "--algo needs an algorithm name", &Options::algo},
     {kTransport, "--transport needs a transport list", &Options::transport},
+    {'J', "-J needs a file name", &Options::outputFile},
 };
 
 // The flags with a rule of their own: false with *error set when the value is bad.
@@ -215,10 +243,13 @@ const FlagHandler kOtherFlags[] = {
      [](const char* arg, Options* o, std::string* error) {
        return intFlag(arg, "stepfactor", 0, 1L << 30, &o->stepFactor, error);
      }},
-    {'t',
-     [](const char* arg, Options*, std::string* error) { return oneFlag(arg, "nthreads", error); }},
-    {'g',
-     [](const char* arg, Options*, std::string* error) { return oneFlag(arg, "ngpus", error); }},
+    // -R is nccl-tests' local_register; a value it refuses may be meant as a sweep count.
+    {'R',
+     [](const char* arg, Options* o, std::string* error) {
+       if (intFlag(arg, "local_register", 0, 2, &o->localRegister, error)) return true;
+       *error += "; the number of sweeps is --repeat";
+       return false;
+     }},
     {'d', datatypeFlag},
     {'o', opFlag},
     {kDevice,
@@ -252,6 +283,13 @@ bool validate(const Options& o, std::string* error) {
   }
   if (o.stepFactor <= 1 && o.stepBytes == 0 && o.minBytes < o.maxBytes) {
     *error = "stepbytes must be > 0 when stepfactor is 0 or 1";
+    return false;
+  }
+  // --repeat and --algo all print their tables at the end, from every sweep's times.
+  if ((o.reportCputime || o.runCycles != 1) && (o.repeat > 1 || o.algo == "all")) {
+    *error = std::string(o.reportCputime ? "-C 1" : "-N") +
+             " applies to rows printed as they are measured; --repeat above 1 and --algo all "
+             "print their tables at the end";
     return false;
   }
   if (o.backend == "nccl" && !o.device) {
@@ -300,6 +338,7 @@ ParseOutcome parseOptions(int argc, char** argv, Options* o, std::string* error)
     *error = std::string("unexpected argument '") + args[optind] + "'";
     return ParseOutcome::kBadUsage;
   }
+  if (!o->outputFile.empty() && o->jsonPath.empty()) o->jsonPath = o->outputFile;
   return validate(*o, error) ? ParseOutcome::kRun : ParseOutcome::kBadUsage;
 }
 
@@ -307,12 +346,19 @@ void printUsage(FILE* out) {
   fprintf(out,
           "USAGE: collie-perf [all_reduce|reduce_scatter|all_gather|broadcast|reduce|sendrecv|"
           "alltoall|gather|scatter]\n"
+          "\t[-t,--nthreads <num threads>] [-g,--ngpus <gpus per thread>] (one rank per process: "
+          "above 1 noted and ignored; start ranks with collie-run -n)\n"
           "\t[-b,--minbytes <min size in bytes>] (default 32M)\n"
           "\t[-e,--maxbytes <max size in bytes>] (default 32M)\n"
           "\t[-i,--stepbytes <increment size>] (default 1M)\n"
           "\t[-f,--stepfactor <increment factor>] (default 1: step by -i)\n"
           "\t[-n,--iters <iteration count>] (default 20)\n"
-          "\t[-w,--warmup_iters <warmup iteration count>] (default 1)\n"
+          "\t[-m,--agg_iters <aggregated iteration count>] calls per timed iteration, grouped "
+          "(default 1)\n"
+          "\t[-w,--warmup_iters <warmup iteration count>] (default 5)\n"
+          "\t[-N,--run_cycles <cycle count>] run and print the whole table each cycle "
+          "(default 1; 0=infinite)\n"
+          "\t[-p,--parallel_init <0/1>] (each process inits its own rank; ignored)\n"
           "\t[-c,--check <check iteration count>] (default 1; 0 disables)\n"
           "\t[-o,--op <sum/prod/max/min/avg/all>] (default sum)\n"
           "\t[-d,--datatype "
@@ -321,17 +367,28 @@ void printUsage(FILE* out) {
           "\t[-r,--root <root>] (broadcast, reduce, gather and scatter; default 0)\n"
           "\t[-z,--blocking <0/1/2/3> 1=barrier after each iteration, 2=no barrier, 3=barrier "
           "after each iteration, excluded from the time] (default 0)\n"
+          "\t[-y,--stream_null <0/1>] [-G,--cudagraph <num graph launches>] (CUDA only; "
+          "ignored)\n"
+          "\t[-T,--timeout <time in seconds>] deadline of every operation (COLLIE_TIMEOUT_MS; "
+          "default 0: the library's)\n"
+          "\t[-C,--report_cputime <0/1>] time column: host time spent issuing the calls "
+          "(default 0)\n"
+          "\t[-S,--report_timestamps <0/1>] [-J,--output_file <file>] (-J writes --json)\n"
           "\t[-a,--average <0/1/2/3> time reported across ranks <0=rank 0/1=avg/2=min/3=max>] "
-          "(default 3)\n"
-          "\t[-t,--nthreads 1] [-g,--ngpus 1] (one rank per process)\n"
+          "(default 1)\n"
+          "\t[-R,--local_register <0/1/2>] [-x,--cta_policy <0/1/2>] "
+          "[-D,--device_implementation <n>] [-V,--device_cta_count <n>] [-M,--memory <0/1>] "
+          "[-u,--unalign <n>] [-I,--per_iter_timing <0/1>] [-K,--per_iter_skip <n>] "
+          "(NCCL and CUDA only; ignored)\n"
           "\t[--csv <file> also write one row per size and placement to file (rank 0)]\n"
-          "\t[--json <file> also write every result, with min and median over -R, as JSON]\n"
+          "\t[--json <file> also write every result, with min and median over --repeat, as "
+          "JSON]\n"
           "\t[--algo <name|auto|all>] force an algorithm (collieCommSetAlgorithm); auto adds a "
           "column naming the library's pick; all prints one table per algorithm, then auto, "
           "(-a stays --average)\n"
           "\t[--transport <list>] e.g. shm, tcp, ucx, tcp,shm (sets COLLIE_TRANSPORT; -t stays "
           "--nthreads)\n"
-          "\t[-R,--repeat <n>] run the whole sweep n times; the table shows the median per size "
+          "\t[--repeat <n>] run the whole sweep n times; the table shows the median per size "
           "and a min/median summary follows (default 1)\n"
           "\t[--progress <0/1>] a line per size on stderr (default: on when stdout is not a "
           "terminal or a --csv/--json file is written)\n"
@@ -345,6 +402,48 @@ void printUsage(FILE* out) {
           "in one group; in place it is timed but not checked (N/A).\n"
           "Sizes take K, M or G suffixes (binary units). Start ranks with collie-run -n N, or "
           "mpirun / srun.\n");
+}
+
+std::vector<std::string> ignoredFlagNotes(const Options& o) {
+  struct Note {
+    bool given;
+    char flag;
+    int value;
+    const char* why;
+  };
+  // Even with --device, collie-perf issues plain stream-ordered calls, not graphs or NCCL's
+  // registration and device APIs.
+  const std::string cpu = o.device ? "no use in collie-perf" : "no meaning on this CPU run";
+  const Note notes[] = {
+      {o.nthreads != 1, 't', o.nthreads, "one rank per process and thread (collie-run -n)"},
+      {o.ngpus != 1, 'g', o.ngpus, "one rank per process, one device per rank (collie-run -n)"},
+      {o.parallelInit != 0, 'p', o.parallelInit, "each process inits its own single rank"},
+      {o.streamNull != 0, 'y', o.streamNull, "the NULL CUDA stream has {}"},
+      {o.cudaGraph != 0, 'G', o.cudaGraph, "CUDA graphs have {}"},
+      {o.reportTimestamps != 0, 'S', o.reportTimestamps, "timestamps are not reported"},
+      {o.localRegister != 0, 'R', o.localRegister, "NCCL buffer registration has {}"},
+      {o.ctaPolicy != -1, 'x', o.ctaPolicy, "NCCL's CTA policy has {}"},
+      {o.deviceImpl != 0, 'D', o.deviceImpl, "NCCL device implementations have {}"},
+      {o.deviceCtaCount != 16, 'V', o.deviceCtaCount, "NCCL's device CTA count has {}"},
+      {o.memoryReport != 0, 'M', o.memoryReport, "the GPU memory report has {}"},
+      {o.unalign != 0, 'u', o.unalign, "misaligned buffers are not made"},
+      {o.perIterTiming != 0, 'I', o.perIterTiming, "per-iteration CUDA event timing has {}"},
+      {o.perIterSkip != 0, 'K', o.perIterSkip, "it applies to -I timing, which has {}"},
+  };
+  std::vector<std::string> lines;
+  for (const Note& n : notes) {
+    if (!n.given) continue;
+    std::string why = n.why;
+    const size_t at = why.find("{}");
+    if (at != std::string::npos) why.replace(at, 2, cpu);
+    lines.push_back(std::string("# -") + n.flag + " " + std::to_string(n.value) + ": " + why +
+                    "; ignored");
+  }
+  if (!o.outputFile.empty()) {
+    lines.push_back("# -J " + o.outputFile + ": written as collie-perf's JSON (--json " +
+                    o.jsonPath + ")");
+  }
+  return lines;
 }
 
 }  // namespace collie::perf

@@ -23,12 +23,19 @@ void printRunHeader(FILE* out, const Options& o, int libraryVersion,
           COLLIE_MINOR, COLLIE_PATCH, COLLIE_VERSION_CODE, libraryVersion);
   fprintf(out, "# Collective test starting: %s\n", o.collective.c_str());
   bool factor = o.stepFactor > 1;
-  // One thread and one "device" (the host) per process; no aggregation, graphs or misalignment.
+  // One thread and one "device" per process, no graphs or misalignment: what runs, whatever
+  // -t, -g, -G or -u asked (the notes below say so).
   fprintf(out,
           "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
-          "agg iters: 1 validation: %d graph: 0 unalign: 0\n",
+          "agg iters: %d validation: %d graph: 0 unalign: 0\n",
           o.minBytes, o.maxBytes, factor ? static_cast<size_t>(o.stepFactor) : o.stepBytes,
-          factor ? "factor" : "bytes", o.warmupIters, o.iters, o.check);
+          factor ? "factor" : "bytes", o.warmupIters, o.iters, o.aggIters, o.check);
+  for (const std::string& note : ignoredFlagNotes(o)) fprintf(out, "%s\n", note.c_str());
+  if (o.timeoutS > 0) {
+    fprintf(out, "# -T %d: every operation's deadline (COLLIE_TIMEOUT_MS=%d)\n", o.timeoutS,
+            o.timeoutS * 1000);
+  }
+  if (o.runCycles != 1) fprintf(out, "# Run cycles: %d (0: until stopped)\n", o.runCycles);
   if (o.blocking == 1) fprintf(out, "# Blocking Enabled: barrier after each iteration \n");
   if (o.blocking == 2) fprintf(out, "# Blocking Enabled: wait after each iteration, no barrier \n");
   if (o.blocking == 3) {
@@ -44,23 +51,24 @@ void printRunHeader(FILE* out, const Options& o, int libraryVersion,
   }
 }
 
-void printAlgorithmHeader(FILE* out, const char* algo, bool algoColumn) {
+void printAlgorithmHeader(FILE* out, const char* algo, bool algoColumn, bool cputime) {
   fprintf(out, "#\n# Algorithm: %s%s\n", algo,
           algoColumn ? " (the library's choice per call, named in the last column)" : "");
-  printTableHeader(out, algoColumn);
+  printTableHeader(out, algoColumn, cputime);
 }
 
 void printRowAlgo(FILE* out, const char* algo) { fprintf(out, "  %s", *algo ? algo : "?"); }
 
-void printTableHeader(FILE* out, bool algoColumn) {
+void printTableHeader(FILE* out, bool algoColumn, bool cputime) {
+  const char* time = cputime ? "cputime" : "time";
   fprintf(out, "#\n");
   fprintf(out,
           "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place     "
           "     \n",
           "", "", "", "", "");
   fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s%s\n",
-          "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
-          "algbw", "busbw", "#wrong", 0, "", algoColumn ? " algo" : "");
+          "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw",
+          "busbw", "#wrong", 0, "", algoColumn ? " algo" : "");
   fprintf(out, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)",
           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
           0, "");

@@ -26,10 +26,11 @@ std::string formatNumber(double value, int width);
 
 void printRunHeader(FILE* out, const Options& options, int libraryVersion,
                     const std::vector<RankInfo>& ranks);
-// algoColumn: one more column naming the algorithm the library picked (--algo auto).
-void printTableHeader(FILE* out, bool algoColumn = false);
+// algoColumn: one more column naming the algorithm the library picked (--algo auto); cputime:
+// the time columns are named "cputime" (-C 1), as nccl-tests names them.
+void printTableHeader(FILE* out, bool algoColumn = false, bool cputime = false);
 // "# Algorithm: NAME" and a table header, before each table of --algo NAME|all|auto.
-void printAlgorithmHeader(FILE* out, const char* algo, bool algoColumn);
+void printAlgorithmHeader(FILE* out, const char* algo, bool algoColumn, bool cputime = false);
 // The picked algorithm at the end of a row (before printRowEnd).
 void printRowAlgo(FILE* out, const char* algo);
 

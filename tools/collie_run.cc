@@ -1,8 +1,9 @@
-// collie-run: the local launcher. Starts N ranks of a program with the rendezvous environment
-// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), optionally relays
-// their output tagged with the rank, and tears the whole job down when a rank fails, when the
-// launcher receives a signal, or when a timeout expires. Plain POSIX (Linux for prctl); it uses
-// nothing of the library so that it can launch any program.
+// collie-run: the launcher. Starts N ranks of a program on this node, one node of a job of
+// --nnodes nodes, with the rendezvous environment (RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), optionally relays their output tagged with the
+// rank, and tears this node's ranks down when one fails, when the launcher receives a signal, or
+// when a timeout expires. Plain POSIX (Linux for prctl); it uses nothing of the library so that
+// it can launch any program.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -169,13 +170,15 @@ void Launcher::execRank(int rank, int port, pid_t parent, int out_w, int err_w) 
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
   }
-  std::string n = std::to_string(opt_.nranks);
-  std::string r = std::to_string(rank);
+  std::string r = std::to_string(opt_.globalRank(rank));
   setenv("RANK", r.c_str(), 1);
-  setenv("WORLD_SIZE", n.c_str(), 1);
-  setenv("LOCAL_RANK", r.c_str(), 1);
-  setenv("LOCAL_WORLD_SIZE", n.c_str(), 1);
-  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("WORLD_SIZE", std::to_string(opt_.worldSize()).c_str(), 1);
+  setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  setenv("LOCAL_WORLD_SIZE", std::to_string(opt_.nranks).c_str(), 1);
+  // torchrun's names for the node index and count, for programs written against it.
+  setenv("GROUP_RANK", std::to_string(opt_.node_rank).c_str(), 1);
+  setenv("GROUP_WORLD_SIZE", std::to_string(opt_.nnodes).c_str(), 1);
+  setenv("MASTER_ADDR", opt_.master_addr.empty() ? "127.0.0.1" : opt_.master_addr.c_str(), 1);
   setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
   execvp(opt_.argv[0], opt_.argv.data());
   int e = errno;
@@ -189,7 +192,8 @@ bool Launcher::spawn(int rank, int port) {
   int err_pipe[2] = {-1, -1};
   // Close-on-exec keeps each rank from holding the other ranks' pipes open.
   if (opt_.tag_output && (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)) {
-    say("cannot create a pipe for rank " + std::to_string(rank) + ": " + std::strerror(errno));
+    say("cannot create a pipe for rank " + std::to_string(opt_.globalRank(rank)) + ": " +
+        std::strerror(errno));
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
       if (fd >= 0) close(fd);
     }
@@ -214,7 +218,8 @@ bool Launcher::spawn(int rank, int port) {
     fcntl(rk.err.fd, F_SETFL, O_NONBLOCK);
   }
   if (pid < 0) {
-    say("cannot start rank " + std::to_string(rank) + ": fork: " + std::strerror(fork_errno));
+    say("cannot start rank " + std::to_string(opt_.globalRank(rank)) +
+        ": fork: " + std::strerror(fork_errno));
     closeStream(rank, &rk.out);
     closeStream(rank, &rk.err);
     return false;
@@ -250,8 +255,8 @@ void Launcher::onRankExit(int rank, int status) {
   if (code == 0 || terminating_) return;
   std::string what = WIFEXITED(status) ? "exited with status " + std::to_string(code)
                                        : "was killed by " + describeSignal(WTERMSIG(status));
-  say("rank " + std::to_string(rank) + " (pid " + std::to_string(rk.pid) + ") " + what +
-      (alive_ > 0 ? "; terminating the other ranks" : ""));
+  say("rank " + std::to_string(opt_.globalRank(rank)) + " (pid " + std::to_string(rk.pid) + ") " +
+      what + (alive_ > 0 ? "; terminating the other ranks" : ""));
   beginTermination(SIGTERM, code);
 }
 
@@ -286,7 +291,7 @@ void Launcher::handleWakeup() {
 }
 
 void Launcher::emit(int rank, Stream* s, size_t len, bool add_newline) {
-  std::string line = "[" + std::to_string(rank) + "] ";
+  std::string line = "[" + std::to_string(opt_.globalRank(rank)) + "] ";
   line.append(s->partial, 0, len);
   if (add_newline) line += '\n';
   writeAll(s->dest, line);
@@ -419,7 +424,10 @@ int main(int argc, char** argv) {
   collie::RunOptions opt;
   int rc = collie::parseRunArgs(argc, argv, &opt);
   if (rc >= 0) return rc;
-  int port = opt.port != 0 ? opt.port : collie::pickFreePort();
+  // Across nodes every node must name the same port without talking first: torchrun's default.
+  int port = opt.port != 0    ? opt.port
+             : opt.nnodes > 1 ? collie::kRunDefaultMasterPort
+                              : collie::pickFreePort();
   if (port <= 0) {
     collie::say(std::string("cannot find a free TCP port on 127.0.0.1: ") + std::strerror(errno));
     return collie::kSystemError;

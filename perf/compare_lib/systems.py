@@ -100,7 +100,8 @@ def _collie_command(system, coll, bin_dir, ranks, size, plan, json_path):
     cmd = [os.path.join(bin_dir, "collie-run"), "-n", str(ranks), os.path.join(bin_dir, "collie-perf"),
            coll.name, "-b", str(size), "-e", str(size), "-n", str(plan.iters(size)),
            "-w", str(plan.warmup(size)),
-           "-R", str(plan.batches), "-c", "1", "--progress", "0", "--json", json_path] + flags
+           "--repeat", str(plan.batches), "-a", "3", "-c", "1", "--progress", "0",
+           "--json", json_path] + flags
     return cmd, env
 
 

@@ -3,13 +3,14 @@
 # teardown), and AllReduce correctness across namespaces checked by collie-perf -c 1, which
 # compares every element with the expected value and exits 1 on any mismatch.
 #
-#   netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|probe|drops
+#   netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|probe|drops|collie_run
 # Exit 77 (after a SKIP line) when namespaces cannot be made here.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 HOSTS_SH="$HERE/netns_hosts.sh"
-BIN=${1:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|probe|drops}
-CASE=${2:?usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|probe|drops}
+USAGE="usage: netns_hosts_test.sh BIN_DIR self|tcp|mixed|hierarchical|probe|drops|collie_run"
+BIN=${1:?$USAGE}
+CASE=${2:?$USAGE}
 PERF="$BIN/collie-perf"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/netns_test.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -140,6 +141,59 @@ net.ipv4.tcp_congestion_control)" | head -1)
     [ "${n:-0}" -gt 0 ] || fail "no frame was dropped (counter: ${n:-none})"
     echo "dropped frames: $n"
     echo "PASS: 4 hosts x 1 rank with 1% of frames dropped"
+    ;;
+  collie_run)
+    # One collie-run per host, torchrun style: 2 hosts x 2 ranks, results checked.
+    RUN="$BIN/collie-run --nnodes 2 --nproc-per-node 2"
+    node='--node-rank $NETNS_HOST --master-addr $MASTER_ADDR --master-port $MASTER_PORT'
+    hosts -k 2 -m 1 -a -t 120 -- sh -c "exec $RUN $node -- $PERF -b 8 -e 1M -f 32 -c 1 -n 2 \
+-w 1 -d float" >"$WORK/out" 2>"$WORK/err"
+    rc=$?
+    cat "$WORK/out"
+    [ $rc -eq 0 ] || { tail -n 40 "$WORK/err"; fail "collie-run across hosts exited with $rc"; }
+    grep -q "^\[0\] # Out of bounds values : 0 OK" "$WORK/out" || fail "wrong values or no table"
+    [ "$(grep -c '^\[0\] *[0-9]' "$WORK/out")" -eq 4 ] || fail "expected 4 rows of results"
+    # The ranks of a job: 4 of them, ranks 2 and 3 on host 1.
+    grep -Eq "^\[0\] #  Rank  3 Group  0 Pid +[0-9]+ on" "$WORK/out" || fail "rank 3 missing"
+    # Host 1's collie-run is SIGKILLed mid-run (its ranks die with it): host 0's ranks must fail
+    # naming a peer of host 1, well within their operation deadline, and host 0's collie-run
+    # exits with their status.
+    export COLLIE_TIMEOUT_MS=15000
+    mkdir -p "$WORK/logs"
+    start=$SECONDS
+    hosts -k 2 -m 1 -t 90 -o "$WORK/logs" -- sh -c "if [ \$NETNS_HOST = 1 ]; then
+  $RUN $node -- $PERF -b 64K -e 64K -n 1000000 -w 1 -c 0 & pid=\$!
+  sleep 6; kill -KILL \$pid; wait \$pid; exit 0
+fi
+exec $RUN $node -- $PERF -b 64K -e 64K -n 1000000 -w 1 -c 0" >"$WORK/kill.out" 2>"$WORK/kill.err"
+    rc=$?
+    took=$((SECONDS - start))
+    cat "$WORK/logs/rank0.err"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "host 0's collie-run exited with $rc, expected a failure"
+    [ $took -lt 45 ] || fail "host 0 took $took s to fail (deadline 15 s after the kill at 6 s)"
+    grep -Eq "rank [0-9]+ \(pid [0-9]+\) exited with status" "$WORK/logs/rank0.err" ||
+      fail "host 0's collie-run did not report a failed rank"
+    grep -Eiq "(peer|rank) [23]\b" "$WORK/logs/rank0.err" || fail "no peer of host 1 named"
+    # Host 1 freezes (its ranks stopped, their sockets open, nothing closed): host 0's ranks
+    # must fail by their deadline of 5 s, naming a peer of host 1, before host 1 is killed.
+    export COLLIE_TIMEOUT_MS=5000
+    rm -f "$WORK"/logs/*
+    start=$SECONDS
+    hosts -k 2 -m 1 -t 90 -o "$WORK/logs" -- sh -c "if [ \$NETNS_HOST = 1 ]; then
+  $RUN $node -- $PERF -b 64K -e 64K -n 1000000 -w 1 -c 0 & pid=\$!
+  sleep 6; kill -STOP \$(pgrep -P \$pid) \$pid; sleep 12; kill -KILL \$pid; wait \$pid; exit 0
+fi
+exec $RUN $node -- $PERF -b 64K -e 64K -n 1000000 -w 1 -c 0" >"$WORK/stop.out" 2>"$WORK/stop.err"
+    rc=$?
+    frozen=$((SECONDS - start))
+    cat "$WORK/logs/rank0.err"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "host 0's collie-run exited with $rc, expected a failure"
+    grep -Eiq "(peer|rank) [23]\b" "$WORK/logs/rank0.err" || fail "no peer of host 1 named"
+    if grep -q "connection closed" "$WORK/logs/rank0.err"; then
+      fail "host 0 failed only when host 1 was killed, not by its deadline"
+    fi
+    echo "PASS: collie-run on 2 hosts x 2 ranks; a dead host fails the other in $took s," \
+      "a frozen one by the deadline (run took $frozen s)"
     ;;
   *) fail "unknown case $CASE" ;;
 esac

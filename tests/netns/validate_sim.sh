@@ -19,10 +19,10 @@
 #   cores per local flow, switching loss (one host only) = the pair, from a grid, that fits
 #            the 3-rank ring best: the first run with more ranks than this machine's 2 cores
 # Every (setting, ranks, algorithm) is measured in $ROUNDS launches (default 3), one per round
-# over the whole set, each collie-perf -z 3 -R $REPEATS (default 2); at each size the fastest
-# sweep of them all counts (the model predicts a machine nothing else disturbs). -z 3: a barrier
-# between iterations, timed without it, since the simulator predicts one collective from a
-# common start (back to back, recursive doubling's iterations overlap and collide on the links).
+# over the whole set, each collie-perf -z 3 -a 3 --repeat $REPEATS (default 2); at each size the
+# fastest sweep of them all counts (the model predicts a machine nothing else disturbs), each
+# rank's slowest (-a 3). -z 3: a barrier between iterations, timed without it, since the
+# simulator predicts one collective from a common start (back to back, recursive doubling's iterations overlap and collide on the links).
 # Settings:
 #   netns  hosts of tests/netns/netns_hosts.sh, one rank each, links tbf-limited to $RATE
 #          (default 1gbit); validated on $NETNS_HOSTS hosts (default 4; needs root,
@@ -97,7 +97,7 @@ run_perf() {
   local out="$DATA/perf.$1.$2.$3.$4"
   [ -s "$out" ] && return 0
   near_cores
-  local perf=(env COLLIE_ALGO="$3" "$BIN/collie-perf" -b 8 -e $MAXB -f 2 -n "$ITERS" -w 3 -c 0 -z 3 -R "$REPEATS")
+  local perf=(env COLLIE_ALGO="$3" "$BIN/collie-perf" -b 8 -e $MAXB -f 2 -n "$ITERS" -w 3 -c 0 -z 3 -a 3 --repeat "$REPEATS")
   case $1 in
     netns) timeout 900 bash "$HERE/netns_hosts.sh" -k "$2" -r "$RATE" -t 800 -- "${perf[@]}" ;;
     tcp) COLLIE_TRANSPORT=tcp timeout 900 "$BIN/collie-run" -n "$2" --timeout 800 "${perf[@]}" ;;

@@ -499,7 +499,7 @@ TEST(ColliePerf, JsonHasEveryResult) {
 
 TEST(ColliePerf, RepeatPrintsMediansAndSummary) {
   std::string path = tempPath("repeat") + ".json";
-  Outcome run = runPerf(2, "-b 1K -e 16K -f 4 -n 2 -R 3 --json " + path);
+  Outcome run = runPerf(2, "-b 1K -e 16K -f 4 -n 2 --repeat 3 --json " + path);
   ASSERT_EQ(run.exitCode, 0) << run.out;
   std::vector<Row> rows = parseRows(run.out);
   ASSERT_EQ(rows.size(), 3u) << run.out;  // one row per size, not one per sweep
@@ -519,12 +519,12 @@ TEST(ColliePerf, RepeatPrintsMediansAndSummary) {
     EXPECT_EQ(parsed.out, "True 6\n") << json;
   }
   unlink(path.c_str());
-  EXPECT_EQ(runCommand(kPerf + " -R 0 2>&1").exitCode, 2);
+  EXPECT_EQ(runCommand(kPerf + " --repeat 0 2>&1").exitCode, 2);
 }
 
 TEST(ColliePerf, ProgressGoesToStderr) {
   std::string log = tempPath("progress");
-  Outcome run = runPerf(2, "-b 8 -e 64 -f 8 -n 2 -R 2 --progress 1 2>" + log);
+  Outcome run = runPerf(2, "-b 8 -e 64 -f 8 -n 2 --repeat 2 --progress 1 2>" + log);
   std::string err = readFile(log);
   ASSERT_EQ(run.exitCode, 0) << run.out << err;
   // 2 sizes x 2 placements x 2 sweeps, and none of it on stdout.

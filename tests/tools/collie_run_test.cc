@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tools/collie_run_options.h"
 
 #ifndef COLLIE_BIN_DIR
 #error "COLLIE_BIN_DIR must name the folder holding collie-run and collie-test-rank"
@@ -386,6 +387,83 @@ TEST(CollieRunTest, BadUsageExits2) {
     EXPECT_NE(r.err.find("collie-run: "), std::string::npos) << "args: " << shown;
     EXPECT_TRUE(r.out.empty()) << "args: " << shown;
   }
+}
+
+// parseRunArgs on a command line; returns its result (-1: launch) and fills *opt.
+int parse(std::vector<std::string> args, RunOptions* opt) {
+  args.insert(args.begin(), "collie-run");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(&a[0]);
+  argv.push_back(nullptr);
+  int rc = parseRunArgs(static_cast<int>(args.size()), argv.data(), opt);
+  opt->argv.clear();  // it points into args, which go away
+  return rc;
+}
+
+TEST(CollieRunOptionsTest, NodesGiveWorldAndGlobalRanks) {
+  RunOptions o;
+  ASSERT_EQ(parse({"--nnodes", "3", "--node-rank=2", "--master-addr", "node0", "--nproc-per-node",
+                   "4", "prog"},
+                  &o),
+            -1);
+  EXPECT_EQ(o.nnodes, 3);
+  EXPECT_EQ(o.node_rank, 2);
+  EXPECT_EQ(o.nranks, 4);
+  EXPECT_EQ(o.master_addr, "node0");
+  EXPECT_EQ(o.port, 0);  // main picks the torchrun default across nodes
+  EXPECT_EQ(o.worldSize(), 12);
+  EXPECT_EQ(o.globalRank(0), 8);
+  EXPECT_EQ(o.globalRank(3), 11);
+  RunOptions one;
+  ASSERT_EQ(parse({"-n", "2", "--nproc-per-node", "2", "--master-port", "1234", "prog"}, &one), -1);
+  EXPECT_EQ(one.nnodes, 1);
+  EXPECT_EQ(one.worldSize(), 2);
+  EXPECT_EQ(one.globalRank(1), 1);
+  EXPECT_EQ(one.port, 1234);
+  EXPECT_TRUE(one.master_addr.empty());
+}
+
+TEST(CollieRunOptionsTest, BadNodeCombinationsAreUsageErrors) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "prog"},  // rank >= nnodes
+      {"--node-rank", "1", "prog"},                                         // one node: only 0
+      {"--nnodes", "2", "--node-rank", "0", "prog"},                        // no master address
+      {"--nnodes", "0", "--master-addr", "h", "prog"},
+      {"--node-rank", "-1", "prog"},
+      {"--nnodes", "2", "--master-addr", "--node-rank", "1", "prog"},
+      {"--master-port", "0", "prog"},
+      {"-n", "2", "--nproc-per-node", "3", "prog"},                      // disagree
+      {"--nnodes", "1048576", "-n", "2", "--master-addr", "h", "prog"},  // world too large
+  };
+  for (const auto& args : cases) {
+    std::string shown;
+    for (const std::string& a : args) shown += a + " ";
+    RunOptions o;
+    EXPECT_EQ(parse(args, &o), kRunUsageError) << shown;
+  }
+}
+
+// One node of a job across hosts: global ranks, the node's own local ranks, node 0's address
+// and the torchrun default port.
+TEST(CollieRunTest, NodeRankShiftsTheRanks) {
+  Result r = runLauncher({"--nnodes", "3", "--node-rank", "1", "--master-addr", "10.9.8.7",
+                          "--nproc-per-node", "2", kRank, "env"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> lines = splitLines(r.out);
+  std::sort(lines.begin(), lines.end());
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  for (int local = 0; local < 2; ++local) {
+    EXPECT_EQ(lines[local], "RANK=" + std::to_string(2 + local) +
+                                " WORLD_SIZE=6 LOCAL_RANK=" + std::to_string(local) +
+                                " LOCAL_WORLD_SIZE=2 MASTER_ADDR=10.9.8.7 MASTER_PORT=29500");
+  }
+  Result bad = runLauncher({"--nnodes", "2", "--node-rank", "5", "--master-addr", "h", kRank});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--node-rank 5 is out of range for --nnodes 2 (0..1)"), std::string::npos)
+      << bad.err;
+  Result noaddr = runLauncher({"--nnodes", "2", kRank, "env"});
+  EXPECT_EQ(noaddr.code, 2);
+  EXPECT_NE(noaddr.err.find("--nnodes 2 needs --master-addr"), std::string::npos) << noaddr.err;
 }
 
 TEST(CollieRunTest, HelpPrintsUsage) {
