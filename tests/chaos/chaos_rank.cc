@@ -12,11 +12,17 @@
 // (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT: collieCommInitFromEnv's environment.)
 // With --destroy-at I this rank destroys its communicator before call I, then waits to be
 // killed: its peers must fail naming it although its process lives on.
+// The soak (make soak): --soak-from K counts this process's file descriptors, memory mappings
+// and threads after call K and again at the end, and exits 5 if they grew; --quiet prints a
+// line per tenth of the calls instead of one per step.
+#include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,13 +37,47 @@ struct Options {
   int ops = 100;
   size_t maxBytes = 1 << 20;
   int destroyAt = -1;
+  int soakFrom = -1;
+  bool quiet = false;
 };
 
+// What a leak would grow: open descriptors, mappings, threads.
+struct Resources {
+  size_t fds = 0, maps = 0, threads = 0;
+  std::string describe() const {
+    return std::to_string(fds) + " fds, " + std::to_string(maps) + " mappings, " +
+           std::to_string(threads) + " threads";
+  }
+};
+
+size_t entries(const char* dir) {
+  size_t n = 0;
+  if (DIR* d = opendir(dir)) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+Resources resources() {
+  Resources r;
+  r.fds = entries("/proc/self/fd") - 1;  // less the one opendir holds
+  r.threads = entries("/proc/self/task");
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) ++r.maps;
+  return r;
+}
+
 bool parse(int argc, char** argv, Options* o) {
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
+    if (flag != "--quiet" && i + 1 >= argc) return false;
     const char* v = argv[i + 1];
-    if (flag == "--seed") {
+    if (flag == "--quiet") {
+      o->quiet = true;
+      --i;
+    } else if (flag == "--seed") {
       o->seed = std::strtoull(v, nullptr, 10);
     } else if (flag == "--ops") {
       o->ops = std::atoi(v);
@@ -45,16 +85,41 @@ bool parse(int argc, char** argv, Options* o) {
       o->maxBytes = std::strtoull(v, nullptr, 10);
     } else if (flag == "--destroy-at") {
       o->destroyAt = std::atoi(v);
+    } else if (flag == "--soak-from") {
+      o->soakFrom = std::atoi(v);
     } else {
       return false;
     }
   }
-  return argc % 2 == 1 && o->ops > 0 && o->maxBytes >= 8;
+  return o->ops > 0 && o->maxBytes >= 8;
 }
 
 void say(const std::string& line) {
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
+}
+
+// Runs call i; returns the exit code it calls for, or -1 to go on.
+int runCall(chaos::Calls& calls, const chaos::Call& call, int i, const Options& o,
+            collieComm_t comm) {
+  if (!o.quiet) say("start " + std::to_string(i) + " " + call.describe());
+  const chaos::Outcome out = calls.run(call);
+  if (out == chaos::Outcome::kSkipped) {
+    if (!o.quiet) say("skip " + std::to_string(i));
+    return -1;
+  }
+  if (out == chaos::Outcome::kFailed) {
+    std::fprintf(stderr, "call %d (%s) failed: %s\n", i, call.describe().c_str(),
+                 collieGetLastError(comm));
+    return 3;
+  }
+  if (out == chaos::Outcome::kWrong) {
+    std::fprintf(stderr, "call %d (%s) gave a wrong result: %s\n", i, call.describe().c_str(),
+                 calls.lastWrong().c_str());
+    return 2;
+  }
+  if (!o.quiet) say("done " + std::to_string(i));
+  return -1;
 }
 
 }  // namespace
@@ -63,7 +128,8 @@ int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, &o)) {
     std::fprintf(stderr,
-                 "usage: collie-chaos-rank --seed S --ops N [--max-bytes B] [--destroy-at I]\n");
+                 "usage: collie-chaos-rank --seed S --ops N [--max-bytes B] [--destroy-at I] "
+                 "[--soak-from K] [--quiet]\n");
     return 4;
   }
   collieComm_t comm = nullptr;
@@ -73,6 +139,7 @@ int main(int argc, char** argv) {
   }
   chaos::Calls calls(comm, o.maxBytes);
   std::mt19937_64 rng(o.seed);
+  Resources after;
   say("ready");
   for (int i = 0; i < o.ops; ++i) {
     const chaos::Call call = calls.draw(rng, i);
@@ -81,25 +148,23 @@ int main(int argc, char** argv) {
       collieCommDestroy(comm);
       for (;;) pause();
     }
-    say("start " + std::to_string(i) + " " + call.describe());
-    const chaos::Outcome out = calls.run(call);
-    if (out == chaos::Outcome::kSkipped) {
-      say("skip " + std::to_string(i));
-      continue;
-    }
-    if (out == chaos::Outcome::kFailed) {
-      std::fprintf(stderr, "call %d (%s) failed: %s\n", i, call.describe().c_str(),
-                   collieGetLastError(comm));
-      return 3;
-    }
-    if (out == chaos::Outcome::kWrong) {
-      std::fprintf(stderr, "call %d (%s) gave a wrong result: %s\n", i, call.describe().c_str(),
-                   calls.lastWrong().c_str());
-      return 2;
-    }
-    say("done " + std::to_string(i));
+    const int code = runCall(calls, call, i, o, comm);
+    if (code >= 0) return code;
+    if (i + 1 == o.soakFrom) after = resources();
+    if (o.quiet && (i + 1) % std::max(1, o.ops / 10) == 0)
+      say(std::to_string(i + 1) + " of " + std::to_string(o.ops) + " calls done");
   }
   say("finished " + std::to_string(o.ops));
+  if (o.soakFrom > 0 && o.soakFrom < o.ops) {
+    const Resources end = resources();
+    say("after call " + std::to_string(o.soakFrom) + ": " + after.describe() +
+        "; at the end: " + end.describe());
+    if (end.fds > after.fds || end.maps > after.maps || end.threads > after.threads) {
+      std::fprintf(stderr, "resources grew: %s after call %d, %s at the end\n",
+                   after.describe().c_str(), o.soakFrom, end.describe().c_str());
+      return 5;
+    }
+  }
   collieCommDestroy(comm);
   return 0;
 }
