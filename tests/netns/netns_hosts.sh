@@ -5,7 +5,8 @@
 # COLLIE_HOSTID, runs the given command in each, and tears everything down on any exit.
 #
 #   netns_hosts.sh [-k HOSTS] [-m RANKS_PER_HOST] [-r RATE [-l QUEUE]] [-d DROP_PERCENT]
-#                  [-c CONGESTION] [-t SECONDS] [-p PORT] [-o LOGDIR] [-a] [-n] -- COMMAND [ARGS...]
+#                  [-c CONGESTION] [-t SECONDS] [-p PORT] [-o LOGDIR] [-f SECONDS:SCRIPT] [-a] [-n]
+#                  -- COMMAND [ARGS...]
 #
 #   -k  hosts (namespaces), default 4          -m  ranks per host, default 1
 #   -r  tbf rate of each host's link in both directions (tc syntax: 1gbit, 500mbit)
@@ -14,6 +15,9 @@
 #   -c  TCP congestion control of every host (net.ipv4.tcp_congestion_control), e.g. reno
 #   -t  deadline of the whole run, seconds (default 120); ranks still running are killed
 #   -p  MASTER_PORT (default 29500)             -o  keep rank logs here (default: a temp dir)
+#   -f  a fault: SECONDS after the ranks start, run SCRIPT (bash) with NETNS_TAG, NETNS_BR and
+#       NETNS_LOGDIR set: host h is namespace $NETNS_TAG-h$h (link eth0), its bridge port h$h
+#       in $NETNS_BR, rank r's output in $NETNS_LOGDIR/rank$r.out
 #   -a  print every rank's stdout, not only rank 0's
 #   -n  setup self-check: print the layout and exit once the hosts can reach each other
 #
@@ -25,11 +29,12 @@
 set -uo pipefail
 
 HOSTS=4 PER_HOST=1 RATE="" QUEUE=100ms DROP="" CONGESTION="" DEADLINE=120 PORT=29500 LOGDIR="" ALL_OUT=0 CHECK_ONLY=0
+FAULT=""
 SUBNET=10.77.0
 GRACE=10  # seconds the other ranks get to notice a failed peer before they are killed
 
 usage() {
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 skip() {
@@ -37,7 +42,7 @@ skip() {
   exit 77
 }
 
-while getopts ":k:m:r:l:d:c:t:p:o:anh" opt; do
+while getopts ":k:m:r:l:d:c:t:p:o:f:anh" opt; do
   case $opt in
     k) HOSTS=$OPTARG ;;
     m) PER_HOST=$OPTARG ;;
@@ -48,6 +53,7 @@ while getopts ":k:m:r:l:d:c:t:p:o:anh" opt; do
     t) DEADLINE=$OPTARG ;;
     p) PORT=$OPTARG ;;
     o) LOGDIR=$OPTARG ;;
+    f) FAULT=$OPTARG ;;
     a) ALL_OUT=1 ;;
     n) CHECK_ONLY=1 ;;
     *) usage ;;
@@ -59,6 +65,7 @@ shift $((OPTIND - 1))
 [[ $PER_HOST =~ ^[0-9]+$ && $PER_HOST -ge 1 ]] || { echo "netns_hosts: -m $PER_HOST: >= 1" >&2; exit 2; }
 [[ $DEADLINE =~ ^[0-9]+$ ]] || { echo "netns_hosts: -t $DEADLINE: seconds" >&2; exit 2; }
 [ -n "$DROP" ] && ! [[ $DROP =~ ^[0-9]*\.?[0-9]+$ ]] && { echo "netns_hosts: -d $DROP: a percentage" >&2; exit 2; }
+[ -n "$FAULT" ] && ! [[ $FAULT =~ ^[0-9]*\.?[0-9]+:.+ ]] && { echo "netns_hosts: -f $FAULT: SECONDS:SCRIPT" >&2; exit 2; }
 [ $CHECK_ONLY -eq 1 ] || [ $# -ge 1 ] || usage
 
 [ "$(id -u)" -eq 0 ] || skip "network namespaces need root (uid $(id -u))"
@@ -171,6 +178,11 @@ for ((h = 0; h < HOSTS; h++)); do
     PIDS[r]=$!
   done
 done
+
+if [ -n "$FAULT" ]; then
+  (sleep "${FAULT%%:*}" && NETNS_TAG=$TAG NETNS_BR=$BRNS NETNS_LOGDIR=$LOGDIR bash -c "${FAULT#*:}" >"$LOGDIR/fault.log" 2>&1) &
+  PIDS+=($!)
+fi
 
 # Poll rather than wait: a plain wait has no deadline.
 STATUS=()
