@@ -20,7 +20,7 @@ TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file $(TORC
 BENCH_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox python3
 BENCH_ARGS ?=
 
-.PHONY: all deps build deb run demo bench bench-torch bench-micro chaos soak test test-unit test-multiproc test-sanitize clean
+.PHONY: all deps build deb run demo bench bench-torch bench-micro chaos soak strangers test test-unit test-multiproc test-sanitize clean
 
 all: build
 
@@ -83,6 +83,12 @@ soak: deps
 	export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 && \
 	  $(ASAN_BUILD)/bin/collie-run -n 4 $(ASAN_BUILD)/bin/collie-chaos-rank --seed $$(date +%s) \
 	  --ops $(SOAK_CALLS) --max-bytes 16777216 --soak-from 1000 --quiet
+
+# Strangers under load: 10,000 connections (500 a second) of garbage, wrong secrets, replayed
+# and half hellos to the job's ports while 4 ranks run checked AllReduces; prints the job's
+# bus bandwidth before and during them.
+strangers: build
+	python3 tests/chaos/strangers.py --bin $(BUILD)/bin --total 10000 --rate 500
 
 # Google Benchmark micro-benchmarks: reduction kernels vs memcpy, frame encode/decode, shm and
 # TCP ping-pong latency and streaming bandwidth.

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -53,9 +54,12 @@ static std::string expandPath(const std::string& pattern) {
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
       char c = pattern[++i];
-      if (c == 'h') out += gHost;
-      else if (c == 'p') out += std::to_string(getpid());
-      else out += c;
+      if (c == 'h')
+        out += gHost;
+      else if (c == 'p')
+        out += std::to_string(getpid());
+      else
+        out += c;
     } else {
       out += pattern[i];
     }
@@ -93,25 +97,33 @@ bool logEnabledSlow(LogLevel level, unsigned subsys) {
 
 static const char* levelName(LogLevel l) {
   switch (l) {
-    case LogLevel::kWarn: return "WARN";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kTrace: return "TRACE";
-    default: return "";
+    case LogLevel::kWarn:
+      return "WARN";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kTrace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 
 static const char* subsysName(unsigned s) {
   switch (s) {
-    case kLogInit: return "INIT";
-    case kLogNet: return "NET";
-    case kLogColl: return "COLL";
-    case kLogStore: return "STORE";
-    default: return "ALL";
+    case kLogInit:
+      return "INIT";
+    case kLogNet:
+      return "NET";
+    case kLogColl:
+      return "COLL";
+    case kLogStore:
+      return "STORE";
+    default:
+      return "ALL";
   }
 }
 
-void logPrintf(LogLevel level, unsigned subsys, const char* file, int line, const char* fmt,
-               ...) {
+void logPrintf(LogLevel level, unsigned subsys, const char* file, int line, const char* fmt, ...) {
   char msg[2048];
   va_list ap;
   va_start(ap, fmt);
@@ -123,6 +135,34 @@ void logPrintf(LogLevel level, unsigned subsys, const char* file, int line, cons
   fprintf(gLogFile, "%s:%d [%d] %s:%d COLLIE %s %s %s\n", gHost, static_cast<int>(getpid()),
           gLogRank.load(), base, line, levelName(level), subsysName(subsys), msg);
   fflush(gLogFile);
+}
+
+bool LogLimiter::allow(uint64_t* held) {
+  return allowAt(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now().time_since_epoch())
+                                           .count()),
+                 held);
+}
+
+bool LogLimiter::allowAt(uint64_t now, uint64_t* held) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (printed_ == 0 || now - windowStart_ >= kWindowNs) {
+    windowStart_ = now;
+    printed_ = 0;
+  }
+  if (printed_ >= kBurst) {
+    ++held_;
+    return false;
+  }
+  ++printed_;
+  *held = held_;
+  held_ = 0;
+  return true;
+}
+
+std::string logHeldNote(uint64_t held) {
+  if (held == 0) return "";
+  return " (" + std::to_string(held) + " more like it held back)";
 }
 
 }  // namespace collie

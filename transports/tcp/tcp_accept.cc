@@ -64,8 +64,8 @@ Status TcpTransport::acceptPeers(int expected, const std::vector<int>& socks,
   std::vector<Pending> pending;
   int have = 0;
   auto drop = [&](size_t i, const char* why) {
-    COLLIE_WARN(kLogNet, "rank %d: dropped a connection from %s to the tcp transport: %s", id_.rank,
-                pending[i].from.c_str(), why);
+    COLLIE_WARN_LIMITED(kLogNet, "rank %d: dropped a connection from %s to the tcp transport: %s",
+                        id_.rank, pending[i].from.c_str(), why);
     close(pending[i].fd);
     pending.erase(pending.begin() + static_cast<long>(i));
   };
@@ -111,10 +111,11 @@ void TcpTransport::dropStrangers() {
   for (;;) {
     int fd = accept4(listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
-    COLLIE_WARN(kLogNet,
-                "rank %d: dropped a connection from %s to the tcp transport: the communicator "
-                "is already connected (a stranger or a port scanner)",
-                id_.rank, peerName(fd).c_str());
+    COLLIE_WARN_LIMITED(
+        kLogNet,
+        "rank %d: dropped a connection from %s to the tcp transport: the communicator "
+        "is already connected (a stranger or a port scanner)",
+        id_.rank, peerName(fd).c_str());
     close(fd);
   }
 }

@@ -208,13 +208,14 @@ bool StoreServer::Impl::receive(Client& c) {
     c.in.append(recvBuf.data(), static_cast<size_t>(r));
     std::string why;
     if (handle(c, &why)) return true;
-    COLLIE_WARN(kLogStore, "store: dropped a connection from %s: %s", c.peer.c_str(), why.c_str());
+    COLLIE_WARN_LIMITED(kLogStore, "store: dropped a connection from %s: %s", c.peer.c_str(),
+                        why.c_str());
     return false;
   }
   if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
     if (!c.authed)
-      COLLIE_WARN(kLogStore, "store: dropped a connection from %s: closed before a hello",
-                  c.peer.c_str());
+      COLLIE_WARN_LIMITED(kLogStore, "store: dropped a connection from %s: closed before a hello",
+                          c.peer.c_str());
     return false;
   }
   return true;
@@ -231,8 +232,8 @@ bool StoreServer::Impl::flush(Client& c) {
 bool StoreServer::Impl::serveClient(Client& c, short revents, Clock::time_point now) {
   if ((revents & (POLLIN | POLLHUP | POLLERR)) && !receive(c)) return false;
   if (!c.authed && now >= c.helloBy) {
-    COLLIE_WARN(kLogStore, "store: dropped a connection from %s: no hello within %d ms",
-                c.peer.c_str(), kHelloTimeoutMs);
+    COLLIE_WARN_LIMITED(kLogStore, "store: dropped a connection from %s: no hello within %d ms",
+                        c.peer.c_str(), kHelloTimeoutMs);
     return false;
   }
   return flush(c);
