@@ -11,9 +11,12 @@ BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev
 # The install tests build the examples with pkg-config and make .debs (dpkg-shlibdeps, file).
 # The netns tests make hosts of network namespaces with ip, tc, nft and sysctl; the perf tests read
 # collie-perf's JSON and run perf/compare with python3. The PyTorch backend's tests need Debian's
-# torch, its headers and pybind11, installed before CMake configures so that it builds them.
+# torch, its headers and pybind11, installed before CMake configures so that it builds them. The
+# launcher tests run OpenMPI's mpirun, MPICH's mpiexec (mpirun stays OpenMPI's: its alternative has
+# the higher priority), srun on a private one-node Slurm with munge, and torchrun.
 TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file \
-  python3-torch libtorch-dev pybind11-dev
+  python3-torch libtorch-dev pybind11-dev \
+  openmpi-bin mpich slurmctld slurmd slurm-client munge
 
 BENCH_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox python3
 BENCH_ARGS ?=
