@@ -65,7 +65,8 @@ bench-micro: build
 
 # Unit tests in parallel, multi-process tests one at a time (they time real deadlines), the GPU
 # tests (they skip without a GPU), then the same under AddressSanitizer and
-# UndefinedBehaviorSanitizer (host paths only: CUDA is off there).
+# UndefinedBehaviorSanitizer (host paths only: CUDA is off there), less the launcher tests, which
+# test the launchers rather than Collie's memory.
 test:
 	@bash tools/install_deps.sh $(BUILD_PACKAGES) $(TEST_PACKAGES)
 	$(MAKE) build
@@ -80,7 +81,7 @@ test-sanitize: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 && \
 	  ctest -L unit -j $(JOBS) --output-on-failure && \
-	  ctest -L multiproc --output-on-failure
+	  ctest -L multiproc -LE launcher --output-on-failure
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
