@@ -48,7 +48,7 @@ check_perf() {
   echo "== $what: $*"
   timeout 120 "$@" >"$WORK/out" 2>"$WORK/err"
   local rc=$?
-  grep -v 'collie-perf: sweep' "$WORK/out" | tail -n 6
+  grep -v 'collie-perf: sweep' "$WORK/out" | tail -n 12
   [ $rc -eq 0 ] || { tail -n 30 "$WORK/err"; fail "$what: exit status $rc"; }
   grep -q "Out of bounds values : 0 OK" "$WORK/out" || fail "$what: collie-perf found wrong values"
   [ "$(grep -c '^\(\[[a-z0-9]*\]:\)\? *[0-9]\+ \+[0-9]\+ \+float' "$WORK/out")" -eq 4 ] ||
@@ -143,7 +143,7 @@ EOF
         bash "$WORK/node.sh" "$@" 2>"$WORK/err")
       rc=$?
       [ $rc -eq 77 ] && skip "$(echo "$out" | grep '^SKIP' | sed 's/^SKIP: //')"
-      echo "$out" | grep -v 'collie-perf: sweep' | tail -n 6
+      echo "$out" | grep -v 'collie-perf: sweep' | tail -n 12
       [ $rc -eq 0 ] || { tail -n 30 "$WORK/err"; fail "torchrun on two hosts: exit status $rc"; }
     }
     on_hosts "$PERF" "${PERF_ARGS[@]}"
