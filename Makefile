@@ -13,9 +13,12 @@ BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev
 # collie-perf's JSON and run perf/compare with python3. The PyTorch backend's tests need Debian's
 # torch, its headers and pybind11, installed before CMake configures so that it builds them;
 # Debian's torch multiplies matrices with whatever libblas.so.3 is, the reference BLAS unless
-# an optimized one is installed.
+# an optimized one is installed. The launcher tests run OpenMPI's mpirun, MPICH's mpiexec
+# (mpirun stays OpenMPI's: its alternative has the higher priority), srun on a private one-node
+# Slurm with munge, and torchrun.
 TORCH_PACKAGES = python3-torch libtorch-dev pybind11-dev libopenblas0-pthread
-TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file $(TORCH_PACKAGES)
+TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file $(TORCH_PACKAGES) \
+  openmpi-bin mpich slurmctld slurmd slurm-client munge
 
 BENCH_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox python3
 BENCH_ARGS ?=
@@ -97,7 +100,8 @@ bench-micro: build
 
 # Unit tests in parallel, multi-process tests one at a time (they time real deadlines), the GPU
 # tests (they skip without a GPU), then the same under AddressSanitizer and
-# UndefinedBehaviorSanitizer (host paths only: CUDA is off there).
+# UndefinedBehaviorSanitizer (host paths only: CUDA is off there), less the launcher tests, which
+# test the launchers rather than Collie's memory.
 test:
 	@bash tools/install_deps.sh $(BUILD_PACKAGES) $(TEST_PACKAGES)
 	$(MAKE) build
@@ -112,7 +116,7 @@ test-sanitize: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 && \
 	  ctest -L unit -j $(JOBS) --output-on-failure && \
-	  ctest -L multiproc --output-on-failure
+	  ctest -L multiproc -LE launcher --output-on-failure
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -14,6 +15,7 @@
 
 #include "src/base/log.h"
 #include "src/base/params.h"
+#include "src/core/bootstrap/launch_env.h"
 
 namespace collie {
 
@@ -156,6 +158,55 @@ std::vector<int> jobStorePorts(const std::string& job) {
   return ports;
 }
 
+namespace {
+
+// The store's address under each launcher: MASTER_ADDR/MASTER_PORT where set, the ports derived
+// from the job id where every rank runs on this host, or rank 0's address via torchrun's agent.
+Status findStore(const LaunchEnv& le, const char* size, BootstrapInfo* b, std::string* basis) {
+  const char* host = firstEnv({"MASTER_ADDR"}, nullptr);
+  const char* port = firstEnv({"MASTER_PORT"}, nullptr);
+  if (host == nullptr && port == nullptr && le.localSize >= 0 && !le.job.empty() &&
+      std::to_string(le.localSize) == size) {
+    // One host without MASTER_*: rank 0 serves the store on the first free one of the ports
+    // every rank derives from the job id; the others look on each in turn (the secret tells it
+    // from whatever else listens there).
+    COLLIE_ASSIGN_OR_RETURN(b->storeAddr, resolveHost("127.0.0.1", 1));
+    for (int dp : jobStorePorts(le.job)) {
+      b->storeChoices.push_back(b->storeAddr);
+      b->storeChoices.back().setPort(dp);
+    }
+    b->storeAddr = b->storeChoices.front();
+    *basis = "127.0.0.1:job-derived";
+    return Status::ok();
+  }
+  if (host == nullptr || port == nullptr) {
+    const char* why = (host == nullptr) != (port == nullptr)
+                          ? " (only one of MASTER_ADDR and MASTER_PORT is set)"
+                      : le.localSize < 0 ? ""
+                      : le.job.empty()   ? " (no job id to derive a port from)"
+                                         : " (not every rank is on this host)";
+    return invalidArgument(
+        "collieCommInitFromEnv: " + (le.launcher.empty() ? "" : "under " + le.launcher + ", ") +
+        "nothing says where rank 0 serves the store" + why + ": " + le.hint);
+  }
+  COLLIE_ASSIGN_OR_RETURN(int p, parseEnvInt("MASTER_PORT", port));
+  if (p == 0 || p > 65535)
+    return invalidArgument("MASTER_PORT=" + std::string(port) + " out of range");
+  COLLIE_ASSIGN_OR_RETURN(b->storeAddr, resolveHost(host, p));
+  *basis = std::string(host) + ":" + port;
+  if (le.agentStore) {
+    // torchrun's agent owns MASTER_PORT: rank 0 serves on a port the OS picks and publishes it
+    // there under a key of this run, restart and init, so no address outlives its store.
+    static std::atomic<int> inits{0};
+    b->agentStore = b->storeAddr;
+    b->agentKey = "/collie/" + le.job + "/init" + std::to_string(inits.fetch_add(1)) + "/port";
+    b->storeAddr.setPort(0);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 StatusOr<BootstrapInfo> bootstrapFromEnv() {
   BootstrapInfo b;
   const char* rankVar = nullptr;
@@ -167,52 +218,23 @@ StatusOr<BootstrapInfo> bootstrapFromEnv() {
   if (r == nullptr || n == nullptr)
     return invalidArgument(
         "collieCommInitFromEnv: no rank/size in the environment: set RANK and WORLD_SIZE (or "
-        "start the ranks with collie-run, mpirun or srun)");
+        "start the ranks with collie-run, mpirun, mpiexec, srun or torchrun)");
   COLLIE_ASSIGN_OR_RETURN(b.rank, parseEnvInt(rankVar, r));
   COLLIE_ASSIGN_OR_RETURN(b.nranks, parseEnvInt(sizeVar, n));
-  b.how = std::string("environment (") + rankVar + "/" + sizeVar + ")";
-  const char* host = getenv("MASTER_ADDR");
-  const char* port = getenv("MASTER_PORT");
-  std::string derivedPort;
-  std::vector<int> derivedPorts;
-  const char* localSize = firstEnv({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}, nullptr);
-  const char* job =
-      firstEnv({"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_JOB_ID"}, nullptr);
-  if ((host == nullptr || *host == '\0') && (port == nullptr || *port == '\0') &&
-      localSize != nullptr && job != nullptr && strcmp(localSize, n) == 0) {
-    // mpirun/srun on one host without MASTER_*: rank 0 is on this host and serves the store on
-    // the first free one of the ports every rank derives from the job id; the others look for
-    // it on each in turn (the secret tells it from whatever else listens there).
-    host = "127.0.0.1";
-    derivedPorts = jobStorePorts(job);
-    derivedPort = std::to_string(derivedPorts[0]);
-    port = derivedPort.c_str();
-  }
-  if (host == nullptr || port == nullptr || *host == '\0' || *port == '\0')
-    return invalidArgument(
-        "collieCommInitFromEnv: MASTER_ADDR and MASTER_PORT must name the host and a free port "
-        "where rank 0 serves the store (mpirun: -x MASTER_ADDR=... -x MASTER_PORT=...)");
-  COLLIE_ASSIGN_OR_RETURN(int p, parseEnvInt("MASTER_PORT", port));
-  if (p == 0 || p > 65535)
-    return invalidArgument("MASTER_PORT=" + std::string(port) + " out of range");
-  COLLIE_ASSIGN_OR_RETURN(b.storeAddr, resolveHost(host, p));
-  for (int dp : derivedPorts) {
-    b.storeChoices.push_back(b.storeAddr);
-    b.storeChoices.back().setPort(dp);
-  }
+  const LaunchEnv le = detectLaunchEnv();
+  b.how = (le.launcher.empty() ? "environment" : "environment of " + le.launcher) + " (" + rankVar +
+          "/" + sizeVar + ")";
+  std::string basis;
+  COLLIE_RETURN_IF_ERROR(findStore(le, n, &b, &basis));
   b.serveStore = b.rank == 0;
   // The secret: COLLIE_SECRET when the launcher made one (collie-run does), else derived from
   // what every rank of this job shares — enough to turn away strangers and other jobs.
-  std::string basis = std::string(host) + ":" + (derivedPorts.empty() ? port : "job-derived");
   if (const char* s = firstEnv({"COLLIE_SECRET"}, nullptr)) basis += "/secret=" + std::string(s);
-  if (const char* j = firstEnv(
-          {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"},
-          nullptr))
-    basis += "/job=" + std::string(j);
+  if (!le.job.empty()) basis += "/job=" + le.job;
   uint64_t h1 = fnv1a(basis), h2 = fnv1a(basis, h1 ^ 0x9e3779b97f4a7c15ULL);
   memcpy(b.auth.secret, &h1, 8);
   memcpy(b.auth.secret + 8, &h2, 8);
-  b.auth.commId = fnv1a("comm/" + basis);
+  b.auth.commId = fnv1a("comm/" + basis + "/" + b.agentKey);
   return b;
 }
 

@@ -20,6 +20,10 @@ struct BootstrapInfo {
   // of which the serving rank takes.
   std::vector<SockAddr> storeChoices;
   StoreAuth auth;
+  // Under torchrun's agent store: where it serves and the key under which rank 0 publishes the
+  // port its own store took (storeAddr's port is 0 until then).
+  SockAddr agentStore;
+  std::string agentKey;
   bool serveStore = false;              // this rank starts the store server (env mode, rank 0)
   std::unique_ptr<StoreServer> server;  // adopted from collieGetUniqueId in this process
   std::string how;                      // "unique id", "env (RANK/WORLD_SIZE)", ... for messages

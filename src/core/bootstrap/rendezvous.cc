@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 
+#include "src/core/bootstrap/torch_store_client.h"
+
 namespace collie {
 
 namespace {
@@ -68,7 +70,7 @@ StatusOr<std::unique_ptr<StoreServer>> serveOnAddress(const BootstrapInfo& info)
   return srv;
 }
 
-Status serveStore(BootstrapInfo* info, Rendezvous* rv) {
+Status serveStore(BootstrapInfo* info, const Deadline& deadline, Rendezvous* rv) {
   COLLIE_RETURN_IF_ERROR(checkNoLiveStore(*info));
   if (info->server) {
     rv->server = std::move(info->server);
@@ -76,12 +78,21 @@ Status serveStore(BootstrapInfo* info, Rendezvous* rv) {
     auto srv = info->storeChoices.empty() ? serveOnAddress(*info) : serveOnAChoice(info);
     if (!srv.isOk()) return srv.status();
     rv->server = srv.take();
+    if (!info->agentKey.empty()) {
+      info->storeAddr.setPort(rv->server->address().port());
+      COLLIE_RETURN_IF_ERROR(
+          publishStorePort(info->agentStore, info->agentKey, info->storeAddr.port(), deadline));
+    }
   }
   return Status::ok();
 }
 
 Status connectStore(BootstrapInfo* info, int64_t requestMs, const Deadline& deadline,
                     Rendezvous* rv) {
+  if (!info->agentKey.empty() && !rv->server) {
+    COLLIE_ASSIGN_OR_RETURN(int port, readStorePort(info->agentStore, info->agentKey, deadline));
+    info->storeAddr.setPort(port);
+  }
   auto store = rv->server || info->storeChoices.empty()
                    ? TcpStore::connect(info->storeAddr, info->auth, deadline)
                    : TcpStore::connectAny(info->storeChoices, info->auth, deadline);
@@ -141,7 +152,7 @@ std::string initWhere(const BootstrapInfo& info) {
 
 Status rendezvous(BootstrapInfo* info, const RankRecord& mine, int64_t connectMs, int64_t requestMs,
                   const Deadline& deadline, Rendezvous* out) {
-  COLLIE_RETURN_IF_ERROR(serveStore(info, out));
+  COLLIE_RETURN_IF_ERROR(serveStore(info, deadline, out));
   COLLIE_RETURN_IF_ERROR(connectStore(info, requestMs, deadline, out));
   COLLIE_RETURN_IF_ERROR(claimRank(out->store.get(), info->rank));
   COLLIE_RETURN_IF_ERROR(out->store->set(rankKey("rank", info->rank), encodeRankRecord(mine)));

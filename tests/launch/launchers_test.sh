@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Real launchers starting real Collie programs that check their results: collie-perf -c 1 (every
+# element compared with the expected sum; "Out of bounds values : 0 OK") and the C example
+# (each rank checks its sums and prints "ok"). On one host no launcher gets MASTER_ADDR or
+# MASTER_PORT from the test: Collie finds rank 0 from what the launcher sets.
+#
+#   launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts
+# Exit 77 (after a SKIP line) when the launcher is not installed or cannot run here.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=${1:?usage: launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts}
+CASE=${2:?usage: launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts}
+PERF="$BIN/collie-perf"
+EXAMPLE="$BIN/collie-example-c"
+PY=/usr/bin/python3
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/launchers_test.XXXXXX")
+CLEANUP=()
+cleanup() {
+  local c
+  for c in "${CLEANUP[@]}"; do eval "$c" 2>/dev/null; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+skip() {
+  echo "SKIP: $*"
+  exit 77
+}
+need() {
+  [ -x "$1" ] || skip "$1 is missing (make test installs ${2:-it})"
+}
+# Not one variable that would tell rank 0's address, nor a launcher's from an enclosing job.
+unset MASTER_ADDR MASTER_PORT RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE COLLIE_SECRET
+unset OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE PMIX_RANK SLURM_PROCID
+export COLLIE_CONNECT_TIMEOUT_MS=30000
+
+PERF_ARGS=(-b 8 -e 1M -f 32 -c 1 -n 2 -w 1 -d float)
+# Runs a launcher command whose program is collie-perf; checks its table.
+check_perf() {
+  local what=$1
+  shift
+  echo "== $what: $*"
+  timeout 120 "$@" >"$WORK/out" 2>"$WORK/err"
+  local rc=$?
+  grep -v 'collie-perf: sweep' "$WORK/out" | tail -n 12
+  [ $rc -eq 0 ] || { tail -n 30 "$WORK/err"; fail "$what: exit status $rc"; }
+  grep -q "Out of bounds values : 0 OK" "$WORK/out" || fail "$what: collie-perf found wrong values"
+  [ "$(grep -c '^\(\[[a-z0-9]*\]:\)\? *[0-9]\+ \+[0-9]\+ \+float' "$WORK/out")" -eq 4 ] ||
+    fail "$what: expected 4 rows of results"
+}
+# Runs a launcher command whose program is the C example with N ranks; each must say ok.
+check_example() {
+  local what=$1 n=$2
+  shift 2
+  echo "== $what: $*"
+  timeout 120 "$@" >"$WORK/out" 2>"$WORK/err"
+  local rc=$?
+  cat "$WORK/out"
+  [ $rc -eq 0 ] || { tail -n 30 "$WORK/err"; fail "$what: exit status $rc"; }
+  local r
+  for ((r = 0; r < n; r++)); do
+    grep -q "rank $r of $n: AllReduce sum of 4096 floats ok" "$WORK/out" ||
+      fail "$what: rank $r did not report correct sums"
+  done
+}
+
+# torchrun as Debian 12 ships it (torch 1.13 on Python 3.11): --redirects and --tee other than
+# 0 and 3, or it fails parsing its own default.
+TORCHRUN=("$PY" -m torch.distributed.run --redirects 1 --tee 1)
+need_torchrun() {
+  if ! [ -x "$PY" ] || ! "$PY" -c 'import torch.distributed.run' 2>/dev/null; then
+    skip "$PY cannot import torch.distributed.run (make test installs python3-torch)"
+  fi
+}
+
+case $CASE in
+  mpirun)
+    MPIRUN=/usr/bin/mpirun.openmpi
+    need $MPIRUN openmpi-bin
+    MPI_FLAGS=(--oversubscribe)
+    [ "$(id -u)" -eq 0 ] && MPI_FLAGS+=(--allow-run-as-root)
+    check_perf "mpirun" $MPIRUN "${MPI_FLAGS[@]}" -np 3 "$PERF" "${PERF_ARGS[@]}"
+    check_example "mpirun" 3 $MPIRUN "${MPI_FLAGS[@]}" -np 3 "$EXAMPLE"
+    ;;
+  mpiexec)
+    MPIEXEC=/usr/bin/mpiexec.hydra
+    need $MPIEXEC mpich
+    check_perf "mpiexec" $MPIEXEC -n 3 "$PERF" "${PERF_ARGS[@]}"
+    check_example "mpiexec" 3 $MPIEXEC -n 3 "$EXAMPLE"
+    # Two jobs at once on one host: each finds its own rank 0.
+    $MPIEXEC -n 2 "$EXAMPLE" >"$WORK/a" 2>&1 &
+    a=$!
+    $MPIEXEC -n 2 "$EXAMPLE" >"$WORK/b" 2>&1 || fail "the second of two concurrent jobs: $(cat "$WORK/b")"
+    wait $a || fail "the first of two concurrent jobs: $(cat "$WORK/a")"
+    [ "$(cat "$WORK/a" "$WORK/b" | grep -c 'of 2: AllReduce sum of 4096 floats ok')" -eq 4 ] ||
+      fail "two concurrent jobs: $(cat "$WORK/a" "$WORK/b")"
+    ;;
+  srun)
+    # shellcheck source=slurm_lib.sh
+    source "$HERE/slurm_lib.sh"
+    CLEANUP+=("slurm_stop")
+    slurm_start "$WORK/slurm" || exit $?
+    # No MASTER_*: srun on one node says enough. Two steps at once must not meet.
+    check_perf "srun" srun -n 3 -O "$PERF" "${PERF_ARGS[@]}"
+    check_example "srun" 3 srun -n 3 -O "$EXAMPLE"
+    srun -n 2 -O "$EXAMPLE" >"$WORK/a" 2>&1 &
+    a=$!
+    srun -n 2 -O "$EXAMPLE" >"$WORK/b" 2>&1 || fail "the second of two concurrent steps: $(cat "$WORK/b")"
+    wait $a || fail "the first of two concurrent steps: $(cat "$WORK/a")"
+    ;;
+  torchrun)
+    need_torchrun
+    check_perf "torchrun static" "${TORCHRUN[@]}" --nproc_per_node 3 --no_python \
+      "$PERF" "${PERF_ARGS[@]}"
+    check_example "torchrun static" 3 "${TORCHRUN[@]}" --nproc_per_node 3 --no_python "$EXAMPLE"
+    check_perf "torchrun c10d" "${TORCHRUN[@]}" --nnodes 1 --nproc_per_node 3 --rdzv_backend c10d \
+      --rdzv_endpoint 127.0.0.1:0 --no_python "$PERF" "${PERF_ARGS[@]}"
+    check_example "torchrun c10d" 3 "${TORCHRUN[@]}" --nnodes 1 --nproc_per_node 3 \
+      --rdzv_backend c10d --rdzv_endpoint 127.0.0.1:0 --no_python "$EXAMPLE"
+    ;;
+  torchrun-hosts)
+    # Two network-namespace hosts, one torchrun agent on each (static rendezvous, two ranks per
+    # host), exactly as the README gives the command for two machines.
+    need_torchrun
+    cat >"$WORK/node.sh" <<EOF
+#!/usr/bin/env bash
+unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE
+addr=\$MASTER_ADDR
+unset MASTER_ADDR MASTER_PORT
+exec ${TORCHRUN[*]} --nnodes 2 --node_rank \$NETNS_HOST --master_addr \$addr \
+  --master_port 29500 --nproc_per_node 2 --no_python "\$@"
+EOF
+    # netns_hosts.sh -a prints both hosts' output.
+    on_hosts() {
+      echo "== torchrun on 2 hosts x 2 ranks: $*"
+      out=$(timeout 300 bash "$HERE/../netns/netns_hosts.sh" -k 2 -m 1 -a -t 120 -- \
+        bash "$WORK/node.sh" "$@" 2>"$WORK/err")
+      rc=$?
+      [ $rc -eq 77 ] && skip "$(echo "$out" | grep '^SKIP' | sed 's/^SKIP: //')"
+      echo "$out" | grep -v 'collie-perf: sweep' | tail -n 12
+      [ $rc -eq 0 ] || { tail -n 30 "$WORK/err"; fail "torchrun on two hosts: exit status $rc"; }
+    }
+    on_hosts "$PERF" "${PERF_ARGS[@]}"
+    echo "$out" | grep -q "Out of bounds values : 0 OK" || fail "torchrun on two hosts: wrong values"
+    echo "$out" | grep -q "#  Rank  3 " || fail "torchrun on two hosts: rank 3 is not in the table"
+    on_hosts "$EXAMPLE"
+    for r in 0 1 2 3; do
+      echo "$out" | grep -q "rank $r of 4: AllReduce sum of 4096 floats ok" ||
+        fail "torchrun on two hosts: rank $r of 4 did not report correct sums"
+    done
+    ;;
+  *)
+    echo "launchers_test: unknown case $CASE" >&2
+    exit 2
+    ;;
+esac
+echo "PASS: $CASE"
