@@ -11,10 +11,14 @@ slurm_skip() {
   return 77
 }
 
+# A port below the ephemeral range (ip_local_port_range), where no outgoing connection of the
+# machine's other work can hold it, and nothing listens.
 slurm_free_port() {
-  local p
+  local p low
+  low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+  [ "${low:-0}" -gt 12000 ] || low=32768
   for _ in $(seq 50); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((10000 + RANDOM % (low - 10000)))
     (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return 0; }
   done
   return 1
