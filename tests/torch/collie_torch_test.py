@@ -7,7 +7,7 @@ Launches --ranks real processes (env:// rendezvous on a free port) that run one 
        the unsupported cases, and ranks that disagree on a size (an error on every rank)
   ddp  the demo's MLP trained with DistributedDataParallel over gloo, over collie, over collie
        with a get_future comm hook, and in one process on the whole batch: same parameters
-  reinit three inits and destroys of the default group through one file:// path
+  reinit three inits and destroys of the default group in one process (file://)
   kill the last rank exits between all-reduces: the others raise an error naming it in time
 Exits 77 (skipped) when torch or collie_torch cannot be imported.
 """
@@ -334,9 +334,11 @@ def run_ops():
 # ---- the reinit case ----
 
 def run_reinit():
-    """Three inits and destroys of the default group through one file:// path."""
+    """Three inits and destroys of the default group in one process, each through its own
+    file:// path (torch's FileStore deletes its file once as many stores as ranks have closed
+    it, so one path cannot serve two inits that overlap by a rank)."""
     for i in range(3):
-        dist.init_process_group("collie", init_method=f"file://{os.environ['STORE_FILE']}",
+        dist.init_process_group("collie", init_method=f"file://{os.environ['STORE_FILE']}.{i}",
                                 rank=RANK, world_size=N)
         t = torch.full((3,), float(RANK + i))
         dist.all_reduce(t)

@@ -17,17 +17,25 @@ namespace {
 // The key rank 0 publishes its unique id under; torch's prefix store makes it per group.
 constexpr const char* kIdKey = "collie_unique_id";
 
-collieUniqueId meet(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
+// The number of this init among the inits of the group through this store (a re-init over one
+// file:// path meets the keys of the last): every rank adds 1 per init, and all the adds of one
+// init come before any of the next, which needs every rank to have met in this one.
+int64_t initNumber(const c10::intrusive_ptr<c10d::Store>& store, int size) {
+  return (store->add("collie_inits", 1) - 1) / size + 1;
+}
+
+collieUniqueId meet(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {
+  const std::string key = std::string(kIdKey) + "/" + std::to_string(initNumber(store, size));
   collieUniqueId id;
   if (rank == 0) {
     collieResult_t r = collieGetUniqueId(&id);
     TORCH_CHECK(r == collieSuccess,
                 "collie: making the unique id failed: ", collieGetLastError(nullptr));
     const auto* p = reinterpret_cast<const uint8_t*>(&id);
-    store->set(kIdKey, std::vector<uint8_t>(p, p + sizeof(id)));
+    store->set(key, std::vector<uint8_t>(p, p + sizeof(id)));
     return id;
   }
-  std::vector<uint8_t> bytes = store->get(kIdKey);
+  std::vector<uint8_t> bytes = store->get(key);
   TORCH_CHECK(bytes.size() == sizeof(id), "collie: the store holds a unique id of ", bytes.size(),
               " bytes, expected ", sizeof(id));
   std::memcpy(&id, bytes.data(), sizeof(id));
@@ -85,7 +93,7 @@ c10::intrusive_ptr<c10::ivalue::Future> P2pWork::getFuture() {
 ProcessGroupCollie::ProcessGroupCollie(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, std::chrono::milliseconds timeout)
     : BackendBase(rank, size), timeout_(timeout) {
-  collieUniqueId id = meet(store, rank);
+  collieUniqueId id = meet(store, rank, size);
   // The init timeout is every op's deadline, as c10d's timeout is for its other backends.
   int ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
   collie::Config config = collie::Config().timeoutMs(ms).connectTimeoutMs(ms).name("torch");
