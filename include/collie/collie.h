@@ -121,9 +121,10 @@ COLLIE_API collieResult_t collieCommUserRank(const collieComm_t comm, int* rank)
 COLLIE_API collieResult_t collieCommGetAsyncError(collieComm_t comm, collieResult_t* asyncError);
 
 /* sendbuff may equal recvbuff (in place). Host memory: blocking, returns when the result is in
- * recvbuff; stream is ignored. CUDA device memory (builds with CUDA): enqueued on stream (a
- * cudaStream_t; NULL is the legacy default stream) and returns at once; later work on the
- * stream sees the result, and a failure shows in collieCommGetAsyncError. */
+ * recvbuff; stream is ignored. CUDA device memory (builds with CUDA): ordered on stream (a
+ * cudaStream_t; NULL is the legacy default stream): starts once the stream reaches the call,
+ * returns when the op is done, and later work on the stream waits for it (an event); a failure
+ * is returned and shows in collieCommGetAsyncError. */
 COLLIE_API collieResult_t collieAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                           collieDataType_t datatype, collieRedOp_t op,
                                           collieComm_t comm, void* stream);

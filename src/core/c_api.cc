@@ -187,8 +187,8 @@ static collieResult_t runCollective(collie::Collective coll, const void* sendbuf
     collie::CollArgs a;
     COLLIE_RETURN_IF_ERROR(
         collie::makeCollArgsOn(comm, coll, sendbuff, recvbuff, count, datatype, op, root, &a));
-    // Host memory ignores the stream and returns with the result; device memory is enqueued
-    // on the stream and returns at once.
+    // Host memory ignores the stream and returns with the result; device memory returns once
+    // the op is done, with the stream's later work ordered after it by an event.
     if (a.memory == collie::MemoryKind::kCuda) return comm->impl->runDevice(a, stream);
     return comm->impl->run(a);
   });

@@ -195,6 +195,7 @@ Status CommImpl::startProgress() {
         if (!p.calls.empty()) return postAsyncP2P(&p);
         Status s = execute(p.args, p.device.get());
         if (!s.isOk()) setLastError(s.message());
+        if (p.device) device_->releaseOp(p.device.get(), s);  // one that failed before running
         return s;
       },
       std::move(hooks));
@@ -319,7 +320,7 @@ Status CommImpl::runAsync(const CollArgs& args, std::shared_ptr<WorkState>* work
   if (args.memory == MemoryKind::kCuda) {
     // No stream: the op runs when the progress thread gets to it, in order with the others.
     COLLIE_RETURN_IF_ERROR(device_->ensureStaging(args.device));
-    COLLIE_ASSIGN_OR_RETURN(op, device_->newOp(nullptr));
+    COLLIE_ASSIGN_OR_RETURN(op, device_->newOp(nullptr, false));
   }
   progress_.push(PendingOp{args, *work, op, {}, {}});
   return Status::ok();
@@ -335,9 +336,10 @@ Status CommImpl::runDevice(const CollArgs& args, void* stream) {
     return device_->runNccl(args, stream);
   }
   COLLIE_RETURN_IF_ERROR(device_->ensureStaging(args.device));
-  COLLIE_ASSIGN_OR_RETURN(std::shared_ptr<DeviceOp> op, device_->newOp(stream));
+  COLLIE_ASSIGN_OR_RETURN(std::shared_ptr<DeviceOp> op, device_->newOp(stream, true));
   progress_.push(PendingOp{args, nullptr, op, {}, {}});
-  return Status::ok();
+  // The stream's later work waits on an event recorded after the op, handed back here.
+  return device_->finishOp(op.get());
 }
 
 void CommImpl::abort() {

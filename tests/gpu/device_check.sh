@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # The device check: on a machine with a CUDA GPU, builds Collie with CUDA, runs the GPU unit
-# tests, measures the reduction kernels against cudaMemcpy device-to-device, and runs
-# collie-perf on device buffers for 1, 2 and 4 ranks sharing the GPU, with Collie's backend
-# and with NCCL's where NCCL accepts the launch. Writes one summary file and prints it, with
-# what was skipped and why. Without a GPU it says so and exits 0 with a "skipped" summary.
+# tests and the multi-process GPU tests, measures the reduction kernels against cudaMemcpy
+# device-to-device, and runs collie-perf on device buffers for 1, 2 and 4 ranks sharing GPU 0,
+# with Collie's backend and with NCCL's where NCCL accepts the launch; with several GPUs also one
+# rank per GPU (peer access) and NCCL on 2 and 4 ranks. Writes one summary file and prints it.
+# Verdict: "result passed" only when every step ran and passed. A step skipped (over the time
+# budget, a GPU test that skipped, a missing NCCL) fails the check; only a machine with no GPU
+# at all ends "result skipped" (exit 0). Steps this hardware cannot run (NCCL on more ranks than
+# GPUs, multi-GPU steps on one GPU) are listed as not applicable and do not fail it.
 #
 # usage: tests/gpu/device_check.sh [SUMMARY_FILE]   (default: build-gpu/device_check_summary.txt)
-# env:   BUILD_DIR (build-gpu), JOBS (all cores), BUDGET_S (420: later steps are skipped past it),
-#        CUDA_ROOT (/usr/local/cuda), MAX_BYTES (1G: largest collie-perf size),
-#        GPU_COUNT (overrides the detection; for testing the script itself)
+# env:   BUILD_DIR (build-gpu), JOBS (all cores), BUDGET_S (600: later steps are skipped past it,
+#        which fails the check), CUDA_ROOT (/usr/local/cuda), MAX_BYTES (1G: largest collie-perf
+#        size), GPU_COUNT (overrides the detection), SKIP_BUILD (1: use BUILD_DIR as built);
+#        the last two also let tests/gpu/device_check_verdict_test.sh run the script on a CPU
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 ROOT=$(pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-gpu}
 SUMMARY=${1:-$BUILD_DIR/device_check_summary.txt}
 JOBS=${JOBS:-$(nproc)}
-BUDGET_S=${BUDGET_S:-420}
+BUDGET_S=${BUDGET_S:-600}
 CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
 MAX_BYTES=${MAX_BYTES:-1G}
 START=$(date +%s)
@@ -24,16 +29,30 @@ LOGS=$BUILD_DIR/device_check_logs
 mkdir -p "$LOGS"
 : >"$SUMMARY"
 SKIPPED=()
+NA=()
 FAILED=0
 
 say() { echo "$*" | tee -a "$SUMMARY"; }
 skip() { SKIPPED+=("$1"); say "skipped: $1"; }
+na() { NA+=("$1"); say "not applicable: $1"; }
 elapsed() { echo $(($(date +%s) - START)); }
 in_budget() { [ "$(elapsed)" -lt "$BUDGET_S" ]; }
+
+# The verdict, once: every step ran and passed, or failed (a skip counts as a failure).
+verdict() {
+  if [ "$FAILED" = 0 ] && [ "${#SKIPPED[@]}" = 0 ]; then
+    say "result passed"
+  else
+    [ "${#SKIPPED[@]}" != 0 ] && say "failed: ${#SKIPPED[@]} step(s) skipped on a machine with a GPU"
+    FAILED=1
+    say "result failed"
+  fi
+}
 
 finish() {
   say "elapsed_s $(elapsed)"
   say "skipped_count ${#SKIPPED[@]}"
+  say "not_applicable_count ${#NA[@]}"
   for s in "${SKIPPED[@]}"; do echo "  skipped: $s"; done
   echo "summary written to $SUMMARY"
   exit "$FAILED"
@@ -58,20 +77,23 @@ if [ "$GPUS" -eq 0 ]; then
 fi
 
 # 2. Build with CUDA (and NCCL when found).
-if [ ! -x "$CUDA_ROOT/bin/nvcc" ]; then
+if [ "${SKIP_BUILD:-0}" != 1 ] && [ ! -x "$CUDA_ROOT/bin/nvcc" ]; then
   skip "everything: no nvcc under $CUDA_ROOT (set CUDA_ROOT)"
-  say "result skipped"
+  verdict
   finish
 fi
 say "step build"
-if ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLIE_WITH_CUDA=ON \
+if [ "${SKIP_BUILD:-0}" = 1 ]; then
+  say "build skipped (SKIP_BUILD=1: $BUILD_DIR as built)"
+elif ! cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLIE_WITH_CUDA=ON \
     -DCMAKE_CUDA_COMPILER="$CUDA_ROOT/bin/nvcc" -DCOLLIE_CUDA_ROOT="$CUDA_ROOT" \
     >"$LOGS/cmake.log" 2>&1 ||
-  ! cmake --build "$BUILD_DIR" -j "$JOBS" --target collie-gpu-tests collie-perf collie-run \
-    collie-kernel-bench >"$LOGS/build.log" 2>&1; then
+  ! cmake --build "$BUILD_DIR" -j "$JOBS" --target collie-gpu-tests collie-gpu-multiproc-tests \
+    collie-perf collie-run collie-kernel-bench >"$LOGS/build.log" 2>&1; then
   say "build FAILED (see $LOGS/build.log)"
   tail -20 "$LOGS/build.log"
   FAILED=1
+  verdict
   finish
 fi
 HAVE_NCCL=$(grep -q 'COLLIE_NCCL_LIBRARY:FILEPATH=.*nccl' "$BUILD_DIR/CMakeCache.txt" && echo 1 || echo 0)
@@ -80,27 +102,44 @@ BIN=$BUILD_DIR/bin
 export COLLIE_SOCKET_IFNAME=lo NCCL_SOCKET_IFNAME=lo
 export LD_LIBRARY_PATH="$CUDA_ROOT/lib:$CUDA_ROOT/lib64:${LD_LIBRARY_PATH:-}"
 
-# 3. GPU unit tests.
-say "step gpu_unit_tests"
-if timeout 180 "$BIN/collie-gpu-tests" >"$LOGS/gpu_tests.log" 2>&1; then
-  passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$LOGS/gpu_tests.log")
-  say "gpu_unit_tests PASSED (${passed:-0} passed)"
-  # A GPU test that skips on a GPU machine is worth knowing about.
-  for t in $(sed -n 's/^\[  SKIPPED \] \([A-Za-z0-9_.\/]*\)$/\1/p' "$LOGS/gpu_tests.log" | sort -u | grep -v PeerProcessPart); do
-    skip "gpu test $t"
+# 3. GPU unit tests (ranks as threads), then the multi-process GPU tests (ranks as processes).
+# A GPU test that skips on a GPU machine fails the check, except a MultiGpu one on one GPU and
+# the peer half of a two-process test (it runs only as the child).
+gtest_step() {
+  local tag=$1 secs=$2 bin=$3 log=$LOGS/$1.log
+  if ! in_budget; then
+    skip "$tag: over the time budget (${BUDGET_S} s)"
+    return
+  fi
+  if timeout "$secs" "$bin" >"$log" 2>&1; then
+    passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log")
+    say "$tag PASSED (${passed:-0} passed)"
+  else
+    say "$tag FAILED (see $log)"
+    grep -E 'FAILED|Failure' "$log" | head -10 | tee -a "$SUMMARY"
+    FAILED=1
+  fi
+  for t in $(sed -n 's/^\[  SKIPPED \] \([A-Za-z0-9_.\/]*\).*$/\1/p' "$log" | sort -u | grep -v PeerProcessPart); do
+    if [ "$GPUS" -lt 2 ] && [[ $t == *MultiGpu* ]]; then
+      na "gpu test $t: needs several GPUs"
+    else
+      skip "gpu test $t"
+    fi
   done
-else
-  say "gpu_unit_tests FAILED (see $LOGS/gpu_tests.log)"
-  grep -E 'FAILED|Failure' "$LOGS/gpu_tests.log" | head -10 | tee -a "$SUMMARY"
-  FAILED=1
-fi
+}
+say "step gpu_unit_tests"
+gtest_step gpu_unit_tests 180 "$BIN/collie-gpu-tests"
+say "step gpu_multiproc_tests"
+gtest_step gpu_multiproc_tests 420 "$BIN/collie-gpu-multiproc-tests"
 
 # 4. Kernel bandwidth against cudaMemcpy device-to-device.
 say "step kernel_bench"
-if in_budget && timeout 120 "$BIN/collie-kernel-bench" 1G 20 >"$LOGS/kernel_bench.log" 2>&1; then
+if ! in_budget; then
+  skip "kernel_bench: over the time budget (${BUDGET_S} s)"
+elif timeout 120 "$BIN/collie-kernel-bench" 1G 20 >"$LOGS/kernel_bench.log" 2>&1; then
   sed 's/^/kernel /' "$LOGS/kernel_bench.log" | tee -a "$SUMMARY"
 else
-  say "kernel_bench FAILED or over budget (see $LOGS/kernel_bench.log)"
+  say "kernel_bench FAILED (see $LOGS/kernel_bench.log)"
   FAILED=1
 fi
 
@@ -120,7 +159,11 @@ perf_step() {
   fi
   local log=$LOGS/$tag.log rc=0
   timeout "$secs" "$@" >"$log" 2>&1 || rc=$?
-  if [ "$rc" = 0 ] && [ "$report" = times ]; then
+  # A run that measured nothing has not passed.
+  if [ "$rc" = 0 ] && [ -z "$(busbw_at_max "$log")" ]; then
+    say "$tag FAILED (no result rows, see $log)"
+    FAILED=1
+  elif [ "$rc" = 0 ] && [ "$report" = times ]; then
     say "$tag ok (time us out-of-place per size):" \
       "$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { printf "%s=%s ", $1, $6 }' "$log")"
   elif [ "$rc" = 0 ]; then
@@ -152,7 +195,9 @@ for n in 1 2 4; do
       if [ "$GPUS" -ge "$n" ]; then
         visible=$(seq -s, 0 $((n - 1)))  # one GPU per rank: what NCCL accepts
       else
-        if [ "$n" = 2 ] && in_budget; then
+        if [ "$n" = 2 ] && ! in_budget; then
+          skip "nccl_two_ranks_one_gpu: over the time budget (${BUDGET_S} s)"
+        elif [ "$n" = 2 ]; then
           # The launch NCCL refuses: Collie must say so at init, clearly.
           CUDA_VISIBLE_DEVICES=0 timeout 60 "$BIN/collie-run" -n 2 "$BIN/collie-perf" --device \
             --backend nccl -b 1M -e 1M -n 1 >"$LOGS/nccl_same_gpu.log" 2>&1
@@ -163,7 +208,7 @@ for n in 1 2 4; do
             FAILED=1
           fi
         fi
-        skip "$tag: NCCL allows one rank per GPU and $GPUS GPU(s) are visible"
+        na "$tag: NCCL allows one rank per GPU and $GPUS GPU(s) are visible"
         continue
       fi
     fi
@@ -171,6 +216,17 @@ for n in 1 2 4; do
       "$BIN/collie-run" -n "$n" "$BIN/collie-perf" \
       --device --backend "$backend" -b 1M -e "$MAX_BYTES" -f 4 -n 10 -w 2 -c 1
   done
+done
+
+# 5b. Several GPUs: one rank per GPU, Collie's device ring over peer access (or staged where the
+# GPUs have none: the ranks vote, and the log says which).
+for n in 2 4; do
+  if [ "$GPUS" -lt "$n" ]; then
+    na "perf_collie_gpu_per_rank_n$n: $GPUS GPU(s) visible"
+    continue
+  fi
+  perf_step "perf_collie_gpu_per_rank_n$n" 150 busbw env CUDA_VISIBLE_DEVICES="$(seq -s, 0 $((n - 1)))" \
+    "$BIN/collie-run" -n "$n" "$BIN/collie-perf" --device -b 1M -e "$MAX_BYTES" -f 4 -n 10 -w 2 -c 1
 done
 
 # 6. The device ring against the device tree, forced, 4 ranks, small to medium sizes: where
@@ -189,5 +245,5 @@ for coll in reduce_scatter all_gather broadcast reduce; do
     "$BIN/collie-perf" "$coll" --device -b 1M -e 256M -f 16 -n 5 -w 1 -c 1
 done
 
-say "result $([ "$FAILED" = 0 ] && echo passed || echo failed)"
+verdict
 finish

@@ -1,9 +1,10 @@
 // The CUDA reduction kernels against the CPU kernels, every dtype x op, aligned and not, both
-// output forms, and the avg scale. Skips without a GPU.
+// output forms, and the avg scale; min and max with NaN inputs. Skips without a GPU.
 #include "src/reduce/cuda/reduce_cuda.h"
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -144,6 +145,104 @@ TEST(ReduceCuda, ScaleMatchesScaleForAvg) {
     cudaMemcpy(got.data(), d.get(), got.size(), cudaMemcpyDeviceToHost);
     expectSame(dtype, want, got, "scale");
   }
+}
+
+// One element of a float dtype as a double (exact for every one of them).
+double floatAt(collieDataType_t t, const char* p) {
+  uint16_t h = 0;
+  switch (t) {
+    case collieFloat32: {
+      float f;
+      memcpy(&f, p, 4);
+      return f;
+    }
+    case collieFloat64: {
+      double d;
+      memcpy(&d, p, 8);
+      return d;
+    }
+    case collieFloat16:
+      memcpy(&h, p, 2);
+      return halfToFloat(h);
+    case collieBfloat16:
+      memcpy(&h, p, 2);
+      return bf16ToFloat(h);
+    case collieFloat8e4m3:
+      return fp8e4m3ToFloat(static_cast<uint8_t>(*p));
+    default:
+      return fp8e5m2ToFloat(static_cast<uint8_t>(*p));
+  }
+}
+
+// Element i of a float dtype: a NaN, an infinity of either sign, or a small finite value, so that
+// every pairing of NaN with NaN, infinity and a number shows up in a and b.
+void putFloat(collieDataType_t t, char* p, double v) {
+  const float f = static_cast<float>(v);
+  uint16_t h = 0;
+  switch (t) {
+    case collieFloat32:
+      memcpy(p, &f, 4);
+      break;
+    case collieFloat64:
+      memcpy(p, &v, 8);
+      break;
+    case collieFloat16:
+      h = floatToHalf(f);
+      memcpy(p, &h, 2);
+      break;
+    case collieBfloat16:
+      h = floatToBf16(f);
+      memcpy(p, &h, 2);
+      break;
+    case collieFloat8e4m3:
+      *p = static_cast<char>(floatToFp8e4m3(f));
+      break;
+    default:
+      *p = static_cast<char>(floatToFp8e5m2(f));
+  }
+}
+
+double specialValue(size_t i, int which) {
+  const double kinds[] = {std::nan(""), 1.5, -2.0, INFINITY, -INFINITY, -std::nan("")};
+  return kinds[(i / (which == 0 ? 1 : 6)) % 6];
+}
+
+// Min and max on the device propagate NaN from either input (NCCL's rule), and otherwise pick
+// the smaller or larger value, infinities included; checked element by element from the
+// decoded inputs, not against the CPU kernels.
+TEST(ReduceCuda, MinMaxPropagateNaN) {
+  COLLIE_REQUIRE_GPU();
+  const collieDataType_t floats[] = {collieFloat32,  collieFloat64,    collieFloat16,
+                                     collieBfloat16, collieFloat8e4m3, collieFloat8e5m2};
+  const size_t count = 36 * 41;  // every pairing, many times, past a vector width
+  for (collieDataType_t t : floats)
+    for (collieRedOp_t op : {collieMin, collieMax}) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " " + redOpName(op));
+      const size_t esz = dtypeSize(t), bytes = count * esz;
+      std::vector<char> a(bytes), b(bytes), got(bytes);
+      for (size_t i = 0; i < count; ++i) {
+        putFloat(t, a.data() + i * esz, specialValue(i, 0));
+        putFloat(t, b.data() + i * esz, specialValue(i, 1));
+      }
+      DeviceBuffer da(bytes), db(bytes), dd(bytes);
+      ASSERT_EQ(cudaMemcpy(da.get(), a.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(db.get(), b.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_TRUE(
+          reduceDevice(dd.get(), nullptr, da.get(), db.get(), count, t, op, nullptr).isOk());
+      ASSERT_EQ(cudaMemcpy(got.data(), dd.get(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      int nans = 0;
+      for (size_t i = 0; i < count; ++i) {
+        const double x = floatAt(t, a.data() + i * esz), y = floatAt(t, b.data() + i * esz);
+        const double g = floatAt(t, got.data() + i * esz);
+        if (std::isnan(x) || std::isnan(y)) {
+          ++nans;
+          ASSERT_TRUE(std::isnan(g)) << "element " << i << ": " << x << ", " << y << " gave " << g;
+        } else {
+          ASSERT_EQ(g, op == collieMin ? std::min(x, y) : std::max(x, y)) << "element " << i;
+        }
+      }
+      EXPECT_GT(nans, 0);
+    }
 }
 
 TEST(ReduceCuda, BadArgumentsAreInvalidArgument) {

@@ -1,5 +1,5 @@
-// StreamGate: the stream-ordering bookkeeping of device ops, on the CPU. The waiter (a stream's
-// host callback) sees the op's status once opened, and gives up after its timeout.
+// StreamGate: the stream-ordering bookkeeping of device ops, on the CPU. The waiter (the
+// caller's thread) sees the op's status once opened, and gives up after its timeout.
 #include "src/core/device/stream_gate.h"
 
 #include <gtest/gtest.h>

@@ -1,16 +1,20 @@
 // CudaIpcAddress encoding: magic, version, then the fields in a fixed little-endian layout.
 #include "transports/cuda_ipc/cuda_ipc_address.h"
 
+#include <unistd.h>
+
 #include <cstring>
+#include <mutex>
+#include <random>
 
 namespace collie {
 namespace {
 
 constexpr char kMagic[4] = {'C', 'I', 'P', 'C'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kBusBytes = 32;
 constexpr size_t kEncodedBytes =
-    4 + 4 + 4 + 4 + kBusBytes + 8 + 8 + 8 + 2 * CudaIpcAddress::kHandleBytes;
+    4 + 4 + 4 + 8 + 4 + kBusBytes + 8 + 8 + 8 + 2 * CudaIpcAddress::kHandleBytes;
 
 void putU(std::string* s, uint64_t v, int n) {
   for (int i = 0; i < n; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -24,12 +28,38 @@ uint64_t getU(const std::string& s, size_t* at, int n) {
   return v;
 }
 
+uint64_t drawToken() {
+  std::random_device rd;
+  uint64_t t = 0;
+  while (t == 0) t = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return t;
+}
+
 }  // namespace
+
+ProcessIdentity thisProcess() {
+  static std::mutex mu;
+  static ProcessIdentity cached;  // guarded by mu
+  std::lock_guard<std::mutex> l(mu);
+  const int32_t pid = static_cast<int32_t>(getpid());
+  if (cached.token == 0 || cached.pid != pid) cached = ProcessIdentity{pid, drawToken()};
+  return cached;
+}
+
+bool sameProcess(const CudaIpcAddress& a, const ProcessIdentity& self) {
+  return a.token != 0 && a.token == self.token && a.pid == self.pid;
+}
+
+CudaIpcRoute cudaIpcRoute(bool sameProcess, bool sameGpu, bool canAccessPeer) {
+  if (sameProcess) return CudaIpcRoute::kSameProcess;
+  return sameGpu || canAccessPeer ? CudaIpcRoute::kMapped : CudaIpcRoute::kNoPeerAccess;
+}
 
 std::string CudaIpcAddress::encode() const {
   std::string s(kMagic, 4);
   putU(&s, kVersion, 4);
   putU(&s, static_cast<uint32_t>(pid), 4);
+  putU(&s, token, 8);
   putU(&s, static_cast<uint32_t>(device), 4);
   std::string bus = busId.substr(0, kBusBytes - 1);
   bus.resize(kBusBytes, '\0');
@@ -55,6 +85,7 @@ StatusOr<CudaIpcAddress> CudaIpcAddress::decode(const std::string& s) {
                            std::to_string(kVersion) + " (ranks run different Collie builds)");
   CudaIpcAddress a;
   a.pid = static_cast<int32_t>(getU(s, &at, 4));
+  a.token = getU(s, &at, 8);
   a.device = static_cast<int32_t>(getU(s, &at, 4));
   a.busId = std::string(s.data() + at, strnlen(s.data() + at, kBusBytes));
   at += kBusBytes;

@@ -1,6 +1,7 @@
 // What a cuda_ipc endpoint publishes through the Store: the process, the GPU, and the IPC
-// handles of its device staging buffer and its IPC event, as fixed-size bytes. Kept free of
-// CUDA headers so that the encoding is tested where no GPU is.
+// handles of its device staging buffer and its IPC event, as fixed-size bytes; and the
+// decisions connect takes from it. Kept free of CUDA headers so that both are tested where no
+// GPU is.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,20 @@
 
 namespace collie {
 
+// Who a process is: its pid and a random token drawn in it. Pids alone collide across PID
+// namespaces (containers on one host), so sameness needs the token too.
+struct ProcessIdentity {
+  int32_t pid = 0;
+  uint64_t token = 0;
+};
+
+// This process's identity; the token is drawn again after a fork (the pid changed).
+ProcessIdentity thisProcess();
+
 struct CudaIpcAddress {
   static constexpr size_t kHandleBytes = 64;  // cudaIpcMemHandle_t and cudaIpcEventHandle_t
   int32_t pid = 0;
+  uint64_t token = 0;  // ProcessIdentity::token of the publishing process
   int32_t device = -1;
   std::string busId;        // PCI bus id of the GPU, e.g. "0000:19:00.0" (at most 31 chars)
   uint64_t buffer = 0;      // the staging buffer's address in its own process
@@ -25,5 +37,14 @@ struct CudaIpcAddress {
   // invalidArgument (what is wrong) for bytes that are not an address of this version.
   static StatusOr<CudaIpcAddress> decode(const std::string& bytes);
 };
+
+// Whether the address was published by process self: only then are its raw pointers valid here.
+bool sameProcess(const CudaIpcAddress& a, const ProcessIdentity& self);
+
+// How connect reaches a peer's buffer: its raw pointers (same process), or its IPC handles
+// opened here (the same GPU, or two GPUs with peer access). Without peer access the handle
+// cannot be mapped, so connect refuses and the device path stages through host memory.
+enum class CudaIpcRoute { kSameProcess, kMapped, kNoPeerAccess };
+CudaIpcRoute cudaIpcRoute(bool sameProcess, bool sameGpu, bool canAccessPeer);
 
 }  // namespace collie

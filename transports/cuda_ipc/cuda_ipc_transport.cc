@@ -2,10 +2,10 @@
 #include "transports/cuda_ipc/cuda_ipc_transport.h"
 
 #include <cuda_runtime_api.h>
-#include <unistd.h>
 
 #include <cstring>
 
+#include "src/base/cuda_device_guard.h"
 #include "src/base/cuda_status.h"
 
 namespace collie {
@@ -25,6 +25,7 @@ StatusOr<std::unique_ptr<CudaIpcTransport>> CudaIpcTransport::create(int device,
   std::unique_ptr<CudaIpcTransport> t(new CudaIpcTransport());
   t->device_ = device;
   t->bytes_ = stagingBytes;
+  CurrentDeviceGuard keep;
   COLLIE_CUDA_RETURN(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   COLLIE_CUDA_RETURN(cudaMalloc(&t->staging_, stagingBytes), "cudaMalloc of the staging buffer");
   cudaEvent_t ev = nullptr;
@@ -38,7 +39,9 @@ StatusOr<std::unique_ptr<CudaIpcTransport>> CudaIpcTransport::create(int device,
   char bus[32] = {0};
   COLLIE_CUDA_RETURN(cudaDeviceGetPCIBusId(bus, sizeof(bus) - 1, device), "cudaDeviceGetPCIBusId");
   CudaIpcAddress a;
-  a.pid = static_cast<int32_t>(getpid());
+  const ProcessIdentity me = thisProcess();
+  a.pid = me.pid;
+  a.token = me.token;
   a.device = device;
   a.busId = bus;
   a.buffer = reinterpret_cast<uint64_t>(t->staging_);
@@ -65,32 +68,41 @@ StatusOr<std::unique_ptr<CudaIpcPeer>> CudaIpcTransport::connect(const std::stri
   COLLIE_ASSIGN_OR_RETURN(CudaIpcAddress a, CudaIpcAddress::decode(peerAddress));
   std::unique_ptr<CudaIpcPeer> p(new CudaIpcPeer());
   p->bytes_ = a.bytes;
-  p->localDevice_ = device_;
+  CurrentDeviceGuard keep;
   COLLIE_CUDA_RETURN(cudaSetDevice(device_), "cudaSetDevice");
   // The peer's device ordinal is its own process's; the bus id names the same GPU here.
   int peerDev = -1;
   COLLIE_CUDA_RETURN(cudaDeviceGetByPCIBusId(&peerDev, a.busId.c_str()),
                      "the peer's GPU " + a.busId + " is not visible here (CUDA_VISIBLE_DEVICES)");
-  p->peerDevice_ = peerDev;
   int can = 0;
-  if (peerDev == device_) {
-    can = 1;
-  } else {
+  if (peerDev != device_)
     COLLIE_CUDA_RETURN(cudaDeviceCanAccessPeer(&can, device_, peerDev), "cudaDeviceCanAccessPeer");
-    if (can) {
-      cudaError_t e = cudaDeviceEnablePeerAccess(peerDev, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled)
-        cudaGetLastError();
-      else
-        COLLIE_RETURN_IF_ERROR(ipcStatus(e, "cudaDeviceEnablePeerAccess"));
-    }
+  if (can) {
+    cudaError_t e = cudaDeviceEnablePeerAccess(peerDev, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled)
+      cudaGetLastError();
+    else
+      COLLIE_RETURN_IF_ERROR(ipcStatus(e, "cudaDeviceEnablePeerAccess"));
   }
-  p->direct_ = can != 0;
-  if (a.pid == static_cast<int32_t>(getpid())) {
-    p->buffer_ = reinterpret_cast<void*>(a.buffer);
-    p->event_ = reinterpret_cast<void*>(a.event);
-    return p;
+  const bool same = sameProcess(a, thisProcess());
+  switch (cudaIpcRoute(same, peerDev == device_, can != 0)) {
+    case CudaIpcRoute::kSameProcess:
+      p->buffer_ = reinterpret_cast<void*>(a.buffer);
+      p->event_ = reinterpret_cast<void*>(a.event);
+      return p;
+    case CudaIpcRoute::kNoPeerAccess:
+      return systemError("cuda_ipc: GPU " + std::to_string(device_) + " has no peer access to " +
+                         "the peer's GPU " + a.busId + " (pid " + std::to_string(a.pid) +
+                         "), so its buffer cannot be mapped; the device path stages through " +
+                         "host memory (COLLIE_CUDA_PATH=auto or staged)");
+    case CudaIpcRoute::kMapped:
+      break;
   }
+  return openHandles(a, std::move(p));
+}
+
+StatusOr<std::unique_ptr<CudaIpcPeer>> CudaIpcTransport::openHandles(
+    const CudaIpcAddress& a, std::unique_ptr<CudaIpcPeer> p) {
   cudaIpcMemHandle_t mh;
   cudaIpcEventHandle_t eh;
   memcpy(&mh, a.memHandle.data(), sizeof(mh));
@@ -116,13 +128,9 @@ Status CudaIpcPeer::copyTo(size_t offset, const void* src, size_t bytes, void* s
                            std::to_string(offset) + " overruns the peer's " +
                            std::to_string(bytes_) + "-byte buffer");
   char* dst = static_cast<char*>(buffer_) + offset;
-  auto st = static_cast<cudaStream_t>(stream);
-  if (direct_)
-    return ipcStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st),
-                     "cudaMemcpyAsync to the peer");
-  // No peer access: the runtime stages the copy through host memory.
-  return ipcStatus(cudaMemcpyPeerAsync(dst, peerDevice_, src, localDevice_, bytes, st),
-                   "cudaMemcpyPeerAsync to the peer");
+  return ipcStatus(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
+      "cudaMemcpyAsync to the peer");
 }
 
 Status CudaIpcPeer::waitReady(void* stream) {

@@ -1,10 +1,10 @@
 // cuda_ipc: processes on one host share device staging buffers. Each endpoint allocates a
 // staging buffer on its GPU and an interprocess event, and publishes their IPC handles (a
 // CudaIpcAddress) through the Store; a peer maps the buffer (cudaIpcOpenMemHandle) and opens
-// the event. Copies into a peer's buffer go straight over NVLink / PCIe P2P when
-// cudaDeviceCanAccessPeer says so (or on one GPU), else cudaMemcpyPeerAsync stages them
-// through host memory. Several processes sharing one GPU work the same way; two endpoints in
-// one process use each other's pointers (IPC handles cannot be opened by their own process).
+// the event. Copies into a peer's buffer go straight over NVLink / PCIe P2P or within one GPU;
+// connect refuses a peer whose GPU this one cannot access (cudaDeviceCanAccessPeer), since its
+// handle cannot be mapped. Several processes sharing one GPU work the same way; two endpoints
+// in one process use each other's pointers (IPC handles cannot be opened by their own process).
 // Streams and events are void* here; built only with CUDA.
 #pragma once
 
@@ -22,7 +22,6 @@ class CudaIpcPeer {
   ~CudaIpcPeer();
   void* buffer() const { return buffer_; }  // the peer's staging buffer, mapped here
   size_t bytes() const { return bytes_; }
-  bool direct() const { return direct_; }  // peer access, no host staging
   // Enqueues on stream a copy of bytes from src (device memory on this rank's GPU) to offset
   // in the peer's buffer.
   Status copyTo(size_t offset, const void* src, size_t bytes, void* stream);
@@ -37,9 +36,6 @@ class CudaIpcPeer {
   bool mapped_ = false;  // opened through IPC (closed at destruction)
   bool ownEvent_ = false;
   void* event_ = nullptr;  // cudaEvent_t of the peer
-  int localDevice_ = 0;
-  int peerDevice_ = 0;
-  bool direct_ = false;
 };
 
 // Maps peers' device staging buffers rather than making Connections: the device path drives it
@@ -55,10 +51,13 @@ class CudaIpcTransport {
   size_t stagingBytes() const { return bytes_; }
   // Records the IPC event on stream: "what this rank wrote to its staging buffer is there".
   Status recordReady(void* stream);
+  // systemError (why) for a peer on a GPU without peer access to this one.
   StatusOr<std::unique_ptr<CudaIpcPeer>> connect(const std::string& peerAddress);
 
  private:
   CudaIpcTransport() = default;
+  StatusOr<std::unique_ptr<CudaIpcPeer>> openHandles(const CudaIpcAddress& a,
+                                                     std::unique_ptr<CudaIpcPeer> p);
   int device_ = 0;
   void* staging_ = nullptr;
   size_t bytes_ = 0;

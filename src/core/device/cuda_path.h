@@ -39,7 +39,8 @@ StatusOr<bool> decideCudaPath(CudaPath path, const std::vector<std::string>& vot
 // frame and an event wait, hopUs) and of a device copy (GBps).
 enum class DeviceAlgo { kRing, kTree };
 DeviceAlgo pickDeviceAlgo(int nranks, size_t bytes, double hopUs, double gbps);
-constexpr double kDeviceHopUs = 20.0;  // set by the device check's ring and tree tables
+// Guesses until a GPU run of tests/gpu/device_check.sh (ring and tree tables) calibrates them.
+constexpr double kDeviceHopUs = 20.0;
 constexpr double kDeviceGBps = 100.0;
 
 }  // namespace collie

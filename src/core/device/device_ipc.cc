@@ -61,7 +61,6 @@ StatusOr<std::unique_ptr<DeviceIpc>> DeviceIpc::create(const DeviceIpcConfig& c,
   // Round 2: map every peer's buffer and event (the tree's neighbours are not the ring's).
   Status linked = Status::ok();
   d->peers_.resize(static_cast<size_t>(c.nranks));
-  bool direct = true;
   for (int q = 0; q < c.nranks && linked.isOk(); ++q) {
     if (q == c.rank) continue;
     auto a = store->get(c.keyPrefix + "address/" + std::to_string(q), deadline);
@@ -75,7 +74,6 @@ StatusOr<std::unique_ptr<DeviceIpc>> DeviceIpc::create(const DeviceIpcConfig& c,
       linked = invalidArgument("rank " + std::to_string(q) + "'s cuda_ipc buffer is smaller " +
                                "than this rank's (COLLIE_CUDA_SLOT_BYTES and COLLIE_CUDA_SLOTS " +
                                "must agree)");
-    direct = direct && p.value()->direct();
     d->peers_[q] = std::move(p.value());
   }
   COLLIE_ASSIGN_OR_RETURN(std::vector<std::string> links,
@@ -86,9 +84,8 @@ StatusOr<std::unique_ptr<DeviceIpc>> DeviceIpc::create(const DeviceIpcConfig& c,
                 linked.isOk() ? "a peer could not connect" : linked.message().c_str());
     return std::unique_ptr<DeviceIpc>();
   }
-  COLLIE_INFO(kLogInit, "rank %d of %d: device AllReduce over cuda_ipc, %d slots of %zu bytes, %s",
-              c.rank, c.nranks, c.nslots, c.slotBytes,
-              direct ? "peer access" : "some copies through host memory");
+  COLLIE_INFO(kLogInit, "rank %d of %d: device AllReduce over cuda_ipc, %d slots of %zu bytes",
+              c.rank, c.nranks, c.nslots, c.slotBytes);
   return d;
 }
 

@@ -1,7 +1,7 @@
 // Device-buffer AllReduce among the processes of one host over cuda_ipc: the set-up (every
 // rank's device staging buffer and IPC event, mapped by every other rank) and the CUDA side of
 // the device schedules (algorithms/device_ring.h, algorithms/device_tree.h): copies into the
-// peers' slots over NVLink / PCIe P2P (or the same GPU, or through host memory), the CUDA
+// peers' slots over NVLink / PCIe P2P (or within the same GPU), the CUDA
 // kernels reducing each slot, IPC events ordering the work across processes, all on the op's
 // stream. Built only with CUDA.
 #pragma once

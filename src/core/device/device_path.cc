@@ -6,6 +6,7 @@
 
 #include "src/base/params.h"
 #ifdef COLLIE_HAVE_CUDA
+#include "src/base/cuda_device_guard.h"
 #include "src/core/device/cuda_path.h"
 #include "src/core/device/device_ipc.h"
 #include "src/core/device/device_staging.h"
@@ -105,6 +106,7 @@ Status DevicePath::ensureStaging(int device) {
                            std::to_string(state_->staging->device()) +
                            " (one device per communicator, as with NCCL)");
   }
+  CurrentDeviceGuard keep;  // set-up selects the device; the caller's stays current
   // Room for one 4 KiB piece per rank (AllGather, ReduceScatter cut by rank).
   const size_t bytes = std::max(static_cast<size_t>(params().getInt("COLLIE_CUDA_STAGING_BYTES")),
                                 size_t(4096) * static_cast<size_t>(nranks_));
@@ -156,12 +158,30 @@ Status DevicePath::setUpIpc(int device) {
   return Status::ok();
 }
 
-StatusOr<std::shared_ptr<DeviceOp>> DevicePath::newOp(void* stream) {
+StatusOr<std::shared_ptr<DeviceOp>> DevicePath::newOp(void* stream, bool onStream) {
   auto op = std::make_shared<DeviceOp>();
-  if (stream == nullptr) return op;
-  // The stream waits at the gate a little longer than the op may take, then goes on.
+  if (!onStream) return op;
+  // The caller waits a little longer than the op may take, then gives up.
   COLLIE_RETURN_IF_ERROR(state_->staging->enqueue(stream, timeoutMs_ + 10000, op.get()));
   return op;
+}
+
+Status DevicePath::finishOp(DeviceOp* op) {
+  DeviceStaging* staging = nullptr;
+  {
+    std::lock_guard<std::mutex> l(state_->mu);  // not held while waiting: execute takes it
+    staging = state_->staging.get();
+  }
+  return staging != nullptr ? staging->finish(op) : internalError("device op without staging");
+}
+
+void DevicePath::releaseOp(DeviceOp* op, const Status& s) {
+  DeviceStaging* staging = nullptr;
+  {
+    std::lock_guard<std::mutex> l(state_->mu);
+    staging = state_->staging.get();
+  }
+  if (staging != nullptr) staging->close(op, s);
 }
 
 Status DevicePath::execute(const CollArgs& args, DeviceOp* op, const Status& failedEarlier,
@@ -175,7 +195,10 @@ Status DevicePath::execute(const CollArgs& args, DeviceOp* op, const Status& fai
   }
   if (!failedEarlier.isOk() || staging == nullptr) {
     Status s = !failedEarlier.isOk() ? failedEarlier : internalError("device op without staging");
-    if (op->gate) op->gate->open(s);
+    if (staging != nullptr)
+      staging->close(op, s);
+    else if (op->gate)
+      op->gate->open(s);
     return s;
   }
   Status s = staging->run(args, rank_, nranks_, op, Deadline::afterMs(timeoutMs_), aborting,
@@ -190,7 +213,11 @@ Status DevicePath::execute(const CollArgs& args, DeviceOp* op, const Status& fai
 
 Status DevicePath::ensureStaging(int) { return invalidArgument(kNoCuda); }
 Status DevicePath::setUpIpc(int) { return invalidArgument(kNoCuda); }
-StatusOr<std::shared_ptr<DeviceOp>> DevicePath::newOp(void*) { return invalidArgument(kNoCuda); }
+StatusOr<std::shared_ptr<DeviceOp>> DevicePath::newOp(void*, bool) {
+  return invalidArgument(kNoCuda);
+}
+Status DevicePath::finishOp(DeviceOp*) { return invalidArgument(kNoCuda); }
+void DevicePath::releaseOp(DeviceOp*, const Status&) {}
 Status DevicePath::execute(const CollArgs&, DeviceOp*, const Status&, const std::atomic<bool>*) {
   return invalidArgument(kNoCuda);
 }

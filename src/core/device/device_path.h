@@ -40,8 +40,14 @@ class DevicePath {
   void abortNccl();
   // The first device call makes the staging for its device; later ones must use the same.
   Status ensureStaging(int device);
-  // A new op's bookkeeping; on a stream, the stream waits at the op's gate.
-  StatusOr<std::shared_ptr<DeviceOp>> newOp(void* stream);
+  // A new op's bookkeeping; on a stream, the op starts once the stream reaches the call.
+  // onStream false: an op that no stream orders (stream is ignored).
+  StatusOr<std::shared_ptr<DeviceOp>> newOp(void* stream, bool onStream);
+  // Caller's thread, once the op is queued: waits for it, then orders its stream after the op's
+  // device work (an event). Returns the op's status.
+  Status finishOp(DeviceOp* op);
+  // Progress thread: hands back an op that ended before execute() ran it.
+  void releaseOp(DeviceOp* op, const Status& s);
   // Runs a queued device op; failedEarlier (an error) opens its gate at once.
   Status execute(const CollArgs& args, DeviceOp* op, const Status& failedEarlier,
                  const std::atomic<bool>* aborting);

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "src/base/cuda_device_guard.h"
 #include "src/base/cuda_status.h"
 #include "src/core/device/staging_plan.h"
 
@@ -36,18 +37,21 @@ Status waitEvent(void* ev, const Deadline& deadline, const std::atomic<bool>* ab
   }
 }
 
-void CUDART_CB gateCallback(void* p) {
-  auto* gate = static_cast<std::shared_ptr<StreamGate>*>(p);
-  (*gate)->wait();  // a failure is the communicator's async error; the stream just goes on
-  delete gate;
-}
+// After an error, how long the private stream may take to finish the copies it was given.
+constexpr int64_t kErrorDrainMs = 10000;
 
 }  // namespace
+
+DeviceOp::~DeviceOp() {
+  if (ready != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(ready));
+  if (done != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(done));
+}
 
 StatusOr<std::unique_ptr<DeviceStaging>> DeviceStaging::create(int device, size_t chunkBytes) {
   std::unique_ptr<DeviceStaging> s(new DeviceStaging());
   s->device_ = device;
   s->chunkBytes_ = std::max<size_t>(chunkBytes & ~size_t(63), 4096);
+  CurrentDeviceGuard keep;
   COLLIE_CUDA_RETURN(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   cudaStream_t st = nullptr;
   COLLIE_CUDA_RETURN(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -74,25 +78,69 @@ DeviceStaging::~DeviceStaging() {
 }
 
 Status DeviceStaging::enqueue(void* stream, int64_t gateTimeoutMs, DeviceOp* op) {
+  CurrentDeviceGuard keep;
+  COLLIE_CUDA_RETURN(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
   auto st = static_cast<cudaStream_t>(stream);
+  op->stream = stream;
   cudaEvent_t ev = nullptr;
   COLLIE_CUDA_RETURN(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
   op->ready = ev;
   COLLIE_CUDA_RETURN(cudaEventRecord(ev, st), "cudaEventRecord on the caller's stream");
+  cudaEvent_t done = nullptr;
+  COLLIE_CUDA_RETURN(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  op->done = done;
   op->gate = std::make_shared<StreamGate>(gateTimeoutMs);
-  auto* ref = new std::shared_ptr<StreamGate>(op->gate);
-  cudaError_t e = cudaLaunchHostFunc(st, gateCallback, ref);
-  if (e != cudaSuccess) {
-    delete ref;
-    op->gate.reset();
-    return cudaStatus(e, "cudaLaunchHostFunc on the caller's stream");
-  }
   return Status::ok();
+}
+
+Status DeviceStaging::finish(DeviceOp* op) {
+  if (!op->gate) return Status::ok();
+  Status s = op->gate->wait();
+  if (!op->gate->isOpen()) return s;  // the op may still run: its done event means nothing yet
+  s = op->gate->wait();
+  CurrentDeviceGuard keep;
+  Status w = cudaStatus(cudaSetDevice(device_), "cudaSetDevice");
+  if (w.isOk())
+    w = cudaStatus(cudaStreamWaitEvent(static_cast<cudaStream_t>(op->stream),
+                                       static_cast<cudaEvent_t>(op->done), 0),
+                   "cudaStreamWaitEvent on the caller's stream");
+  return s.isOk() ? w : s;
 }
 
 Status DeviceStaging::run(const CollArgs& args, int rank, int nranks, DeviceOp* op,
                           const Deadline& deadline, const std::atomic<bool>* abortFlag,
                           const HostRun& hostRun) {
+  Status s = runOp(args, rank, nranks, op, deadline, abortFlag, hostRun);
+  if (!s.isOk()) {
+    // A failed step can leave copies into recv or the peers' slots on the private stream: they
+    // end before the caller hears of the error and may reuse its buffers. An abort does not
+    // cut this wait short, since the copies would still run.
+    Status d = drain(Deadline::afterMs(kErrorDrainMs), nullptr, "draining after the error");
+    if (!d.isOk())
+      s = Status(s.code(), s.message() + "; " + d.message() +
+                               " (the caller's stream waits for those copies)");
+  }
+  close(op, s);
+  return s;
+}
+
+void DeviceStaging::close(DeviceOp* op, Status s) {
+  if (!op->gate || op->gate->isOpen()) return;
+  if (op->done != nullptr) {
+    // The caller's stream waits on this: after everything the private stream was given.
+    Status r = cudaStatus(cudaSetDevice(device_), "cudaSetDevice");
+    if (r.isOk())
+      r = cudaStatus(
+          cudaEventRecord(static_cast<cudaEvent_t>(op->done), static_cast<cudaStream_t>(stream_)),
+          "cudaEventRecord of the op's end");
+    if (s.isOk()) s = r;
+  }
+  op->gate->open(std::move(s));
+}
+
+Status DeviceStaging::runOp(const CollArgs& args, int rank, int nranks, DeviceOp* op,
+                            const Deadline& deadline, const std::atomic<bool>* abortFlag,
+                            const HostRun& hostRun) {
   Status s = cudaStatus(cudaSetDevice(device_), "cudaSetDevice");
   if (s.isOk() && op->ready != nullptr)
     s = waitEvent(op->ready, deadline, abortFlag, "waiting for the caller's stream");
@@ -112,7 +160,6 @@ Status DeviceStaging::run(const CollArgs& args, int rank, int nranks, DeviceOp* 
   }
   if (op->ready != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(op->ready));
   op->ready = nullptr;
-  if (op->gate) op->gate->open(s);
   return s;
 }
 

@@ -17,9 +17,9 @@ void StreamGate::open(Status s) {
 Status StreamGate::wait() {
   std::unique_lock<std::mutex> l(mu_);
   if (!cv_.wait_for(l, std::chrono::milliseconds(timeoutMs_), [&] { return open_; }))
-    return timeoutError("device stream: the collective did not finish within " +
+    return timeoutError("device op: the collective did not finish within " +
                         std::to_string(timeoutMs_) +
-                        " ms; the stream goes on without its result (see COLLIE_TIMEOUT_MS)");
+                        " ms; the stream is not ordered after it (see COLLIE_TIMEOUT_MS)");
   return status_;
 }
 

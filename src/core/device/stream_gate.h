@@ -1,7 +1,6 @@
-// StreamGate: how a device stream waits for an op that runs on the progress thread. The caller
-// enqueues a host callback on its stream that blocks in wait() until the progress thread opens
-// the gate with the op's status, so the stream's later work sees the result, while the call
-// itself returns at once (the stream semantics of NCCL-style collectives).
+// StreamGate: how the caller's thread learns that a device op on the progress thread is done
+// (its end recorded as an event the caller's stream then waits on) and how it went. Waited on
+// by a thread, never inside a CUDA host callback: CUDA forbids blocking there on other work.
 #pragma once
 
 #include <condition_variable>
@@ -15,7 +14,7 @@ namespace collie {
 
 class StreamGate {
  public:
-  // timeoutMs bounds wait(): a stuck op must not hang the stream forever.
+  // timeoutMs bounds wait(): a stuck op must not hang the caller forever.
   explicit StreamGate(int64_t timeoutMs) : timeoutMs_(timeoutMs) {}
   // The op is done (s: how it went); wakes the waiter. Later calls are ignored.
   void open(Status s);
