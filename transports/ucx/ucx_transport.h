@@ -27,17 +27,21 @@ struct UcxOp {
   UcxTransport* owner = nullptr;
   UcxConnection* conn = nullptr;  // null once the connection is gone
   Request* req = nullptr;         // null once nobody waits for it any more (detached)
-  void* handle = nullptr;         // UCX's request while in flight
+  // A large frame is two UCX messages of one tag, the header then the payload (contiguous, so
+  // UCX moves it zero-copy); a small one is one message, copied through `bounce`.
+  enum Part : uint8_t { kPayload = 0, kHeader = 1 };
+  void* handle[2] = {nullptr, nullptr};  // UCX's requests while in flight, by Part
+  bool early[2] = {false, false};        // completed inside the call that posted it
+  int parts = 0;                         // UCX messages not complete yet
   Kind kind = kSend;
-  bool small = false;  // header and payload copied through `bounce`
+  bool small = false;
   bool cancelled = false;
-  bool posting = false;    // inside the UCX call that starts it
-  bool doneEarly = false;  // and UCX completed it there already:
-  ucs_status_t earlyStatus = UCS_OK;
-  size_t earlyLength = 0;
-  size_t slot = 0;  // index in the connection's in-flight list
+  bool posting = false;          // inside the UCX calls that start it
+  ucs_status_t status = UCS_OK;  // the first failure of a part
+  size_t length = 0;             // received: the payload's bytes (a small frame's whole)
+  size_t hdrLength = 0;          // and the header message's
+  size_t slot = 0;               // index in the connection's in-flight list
   FrameHeader hdr{};
-  ucp_dt_iov_t iov[2]{};
   char* data = nullptr;  // the caller's buffer
   size_t len = 0;        // its length (the payload expected or sent)
   FrameTag expect;
@@ -168,16 +172,29 @@ class UcxConnection : public Connection {
   bool arrivedOn(const Lane& lane, uint32_t tag);
   void sendAbortOn(uint64_t commId, const Status& failure);
   bool knows(uint64_t commId) const;
-  Status post(UcxOp* op, ucs_status_ptr_t sp);
+  // Posts a frame's one or two messages (send or receive) and settles what completed at once.
+  Status postFrame(UcxOp* op, ucp_tag_t wire, ucp_request_param_t* p);
+  ucs_status_ptr_t postPart(UcxOp* op, UcxOp::Part part, ucp_tag_t wire, void* buffer, size_t count,
+                            ucp_request_param_t* p);
+  void settle(UcxOp* op, UcxOp::Part part, ucs_status_ptr_t sp);
+  // A part completed (callback or at once); the op ends with its last part.
+  void partDone(UcxOp* op, UcxOp::Part part, ucs_status_t status, size_t length);
+  // A received frame's header (in the op's bounce buffer) against what the receive expects;
+  // fails the connection where they disagree.
+  bool headerOk(UcxOp* op);
   void track(UcxOp* op);
   void untrack(UcxOp* op);
   void finishRecv(UcxOp* op, ucs_status_t status, size_t length);
   void finishAbortRecv(UcxOp* op, ucs_status_t status, size_t length);
   void cancelRecvs();
   static void sendCallback(void* request, ucs_status_t status, void* user);
+  static void sendHeaderCallback(void* request, ucs_status_t status, void* user);
   static void recvCallback(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
                            void* user);
-  static void complete(UcxOp* op, void* request, ucs_status_t status, size_t length);
+  static void recvHeaderCallback(void* request, ucs_status_t status,
+                                 const ucp_tag_recv_info_t* info, void* user);
+  static void complete(UcxOp* op, UcxOp::Part part, void* request, ucs_status_t status,
+                       size_t length);
   void* startFlush();
   void lostAfterGrace(const char* what, ucs_status_t status);
   Status fail(Status st);
