@@ -15,6 +15,8 @@
 // by the rendezvous). The receiver checks the header with checkFrame, as the stream transports
 // do, so ranks that disagree get the same errors whatever the transport.
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -51,10 +53,6 @@ ucp_tag_t p2pTag(int sender, uint32_t lane, uint32_t userTag) {
          (uint64_t{lane} << kLaneShift) | userTag;
 }
 
-ucp_tag_t abortTag(int sender) {
-  return kAbortChannel | (static_cast<uint64_t>(sender) << kRankShift);
-}
-
 std::string garbled(const std::string& who, size_t says, size_t has) {
   return "garbled frame from " + who + " (its header says " + std::to_string(says) +
          " bytes, the message has " + std::to_string(has) + ")";
@@ -68,9 +66,16 @@ void record(UcxOp* op, UcxOp::Part part, ucs_status_t status, size_t length) {
 
 }  // namespace
 
-UcxConnection::UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode)
+ucp_tag_t ucxAbortTag(int sender) {
+  return kAbortChannel | (static_cast<uint64_t>(sender) << kRankShift);
+}
+
+UcxConnection::UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode,
+                             int peerPid)
     : t_(transport), api_(transport->api_), peer_(peer), ep_(ep), peerMode_(peerMode) {
   lane0_.commId = t_->commId_;
+  peerPid_ = peerPid;
+  if (peerPid > 0) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, peerPid, 0));
 }
 
 UcxConnection::~UcxConnection() {
@@ -92,6 +97,7 @@ UcxConnection::~UcxConnection() {
                            [](const UcxOp* op) { return op->kind == UcxOp::kSend; });
   void* flush = flushed_ || epFailed_ || sends ? nullptr : startFlush();
   t_->retire(this, ep_, peerMode_, flush);
+  if (pidfd_ >= 0) close(pidfd_);
 }
 
 void UcxConnection::sendCallback(void* request, ucs_status_t status, void* user) {
@@ -171,7 +177,17 @@ Status UcxConnection::postFrame(UcxOp* op, ucp_tag_t wire, ucp_request_param_t* 
   } else {
     void* h = send ? static_cast<void*>(&op->hdr) : op->bounce.data();
     hdr = postPart(op, UcxOp::kHeader, wire, h, send ? kHdr : op->bounce.size(), p);
-    body = postPart(op, UcxOp::kPayload, wire, op->data, op->len, p);
+    // Only a contiguous payload gets UCX's zero-copy protocols, and over cma those abort the
+    // process when the peer dies mid-copy: an endpoint that cannot report a dead peer (mode
+    // NONE) sends a one-piece iov instead, which UCX copies through shared memory.
+    void* body0 = op->data;
+    size_t n = op->len;
+    if (!peerMode_) {
+      op->iov = {op->data, op->len};
+      p->datatype = ucp_dt_make_iov();
+      body0 = &op->iov, n = 1;
+    }
+    body = postPart(op, UcxOp::kPayload, wire, body0, n, p);
   }
   op->posting = false;
   if (!op->small) settle(op, UcxOp::kHeader, hdr);
@@ -263,7 +279,7 @@ Status UcxConnection::postAbortRecv() {
   op->bounce.resize(kHdr + kMaxAbortPayload);
   ucp_request_param_t p{};
   p.op_attr_mask = kRecvAttrs;
-  return postFrame(op, abortTag(peer_), &p);
+  return postFrame(op, ucxAbortTag(peer_), &p);
 }
 
 void UcxConnection::onDone(UcxOp* op, ucs_status_t status, size_t length) {
@@ -412,6 +428,7 @@ Status UcxConnection::progress(bool* progressed) {
     // look at the other connections.
     for (int i = 0; i < 16 && api_->workerProgress(t_->worker_) > 0; ++i) {
     }
+    if (peerPid_ > 0 && !epFailed_) watchPeer();
     if (t_->completions_ != before) *progressed = true;
     if (failed_.isOk() && !peerLost_.isOk() && (userInFlight_ > 0 || opFailed_)) {
       // The peer's abort, sent before it closed and naming the rank it lost, may complete a
@@ -427,6 +444,10 @@ Status UcxConnection::progress(bool* progressed) {
 
 void UcxConnection::appendPollFds(std::vector<pollfd>* fds) const {
   const int efd = t_->efd_, ready = t_->readyFd_;
+  // The watched peer's pidfd turns readable when it exits; lanes share it.
+  if (pidfd_ >= 0 && !epFailed_ &&
+      std::none_of(fds->begin(), fds->end(), [&](const pollfd& p) { return p.fd == pidfd_; }))
+    fds->push_back(pollfd{pidfd_, POLLIN, 0});
   for (const pollfd& p : *fds)
     if (p.fd == efd || p.fd == ready) return;  // every connection shares the one worker
   // The Poller calls this just before it sleeps, after progress found nothing: the one place
@@ -436,51 +457,6 @@ void UcxConnection::appendPollFds(std::vector<pollfd>* fds) const {
   // poll returns at once and the Poller progresses again rather than sleeping on them.
   ucs_status_t st = api_->workerArm(t_->worker_);
   fds->push_back(pollfd{st == UCS_OK ? efd : ready, POLLIN, 0});
-}
-
-void UcxConnection::sendAbortOn(uint64_t commId, const Status& failure) {
-  if (aborted_ || abortSent_) return;
-  abortSent_ = true;
-  // The failed op's Requests are gone; UCX may complete any op of the worker from here on.
-  t_->detachAll();
-  // Communicators sharing the connection fail with this one, as on the stream transports.
-  if (!lanes_.empty())
-    fail(Status(failure.code(), "a communicator sharing the connection to peer rank " +
-                                    std::to_string(peer_) + " failed: " + failure.message()));
-  if (epFailed_) return;  // nobody to tell
-  const std::string frame = encodeAbort(commId, failure);
-  UcxOp* op = t_->takeOp();
-  op->conn = this;
-  op->kind = UcxOp::kAbortSend;
-  op->small = true;
-  op->bounce.assign(frame.begin(), frame.end());
-  abortInFlight_ = true;
-  ucp_request_param_t p{};
-  postFrame(op, abortTag(t_->rank_), &p);
-  // Best effort and bounded: a peer that reads nothing any more learns from the endpoint.
-  Deadline d = Deadline::afterMs(500);
-  while (abortInFlight_ && !epFailed_ && !d.expired())
-    if (api_->workerProgress(t_->worker_) == 0) sched_yield();
-}
-
-void* UcxConnection::startFlush() {
-  ucp_request_param_t p{};
-  ucs_status_ptr_t sp = api_->epFlushNbx(ep_, &p);
-  return UCS_PTR_IS_PTR(sp) ? sp : nullptr;
-}
-
-void UcxConnection::linger(const Deadline& deadline) {
-  if (!abortSent_ || flushed_) return;
-  flushed_ = true;
-  // The abort must leave before the endpoint goes. Sends of the failed op that will never
-  // complete would hold a flush up to the deadline: then the abort (already out of the
-  // worker, see sendAbort) has to do without it.
-  bool sends = std::any_of(inFlight_.begin(), inFlight_.end(),
-                           [](const UcxOp* op) { return op->kind == UcxOp::kSend; });
-  if (epFailed_ || sends) return;
-  std::vector<void*> flush;
-  if (void* f = startFlush()) flush.push_back(f);
-  t_->waitAndFree(&flush, deadline);
 }
 
 }  // namespace collie

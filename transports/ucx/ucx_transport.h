@@ -20,6 +20,9 @@ namespace collie {
 class UcxConnection;
 class UcxTransport;
 
+// The tag of the abort frames a rank sends (ucx_connection.cc has the tag layout).
+ucp_tag_t ucxAbortTag(int sender);
+
 // One send or receive in flight in UCX. Owned by the transport (UCX's callbacks may fire after
 // the connection that started it is gone, until the worker is destroyed).
 struct UcxOp {
@@ -42,6 +45,7 @@ struct UcxOp {
   size_t hdrLength = 0;          // and the header message's
   size_t slot = 0;               // index in the connection's in-flight list
   FrameHeader hdr{};
+  ucp_dt_iov_t iov{};    // the payload, where it goes as an iov
   char* data = nullptr;  // the caller's buffer
   size_t len = 0;        // its length (the payload expected or sent)
   FrameTag expect;
@@ -81,7 +85,14 @@ class UcxTransport : public Transport {
   friend class UcxConnection;
   UcxTransport() = default;
   // Why peer cannot use UCX, from what it published ("" where it can; *addr its address).
-  static std::string unusable(const std::string& theirs, std::string* addr);
+  // theirs: the worker address in hex, then "/pid/pid-namespace" (ucx_setup.cc); *pid the
+  // peer's pid where its namespace is this process's, else 0.
+  static std::string unusable(const std::string& theirs, std::string* addr, int* pid);
+  // connect() for a peer whose process this rank can watch (pid > 0: same host and PID
+  // namespace): where its endpoint cannot report a dead peer (error handling mode NONE, UCX's
+  // shared memory alone), the connection watches the process instead.
+  StatusOr<std::unique_ptr<Connection>> connectPeer(int peer, const std::string& peerAddress,
+                                                    int pid);
   Status giveUp(ConnectStep* step, const Status& made);
   Status init(int rank, int nranks, uint64_t commId, bool needRdma);
   Status listResources();
@@ -126,7 +137,8 @@ class UcxTransport : public Transport {
 class UcxConnection : public Connection {
  public:
   // peerMode: the endpoint has error handling mode PEER (else NONE, where it cannot be had).
-  UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode);
+  // peerPid: the peer's process where this rank watches it (same host), else 0.
+  UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode, int peerPid);
   ~UcxConnection() override;
 
   Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override {
@@ -197,6 +209,8 @@ class UcxConnection : public Connection {
                        size_t length);
   void* startFlush();
   void lostAfterGrace(const char* what, ucs_status_t status);
+  // The watched peer process is gone: as an endpoint failure (rate-limited, ucx_setup.cc).
+  void watchPeer();
   Status fail(Status st);
   std::string who() const { return "peer rank " + std::to_string(peer_); }
 
@@ -220,6 +234,10 @@ class UcxConnection : public Connection {
   bool abortInFlight_ = false;
   bool wantCancel_ = false;  // receives to cancel at the next progress (not from a callback)
   bool flushed_ = false;     // linger flushed the endpoint already (or gave up on it)
+  int peerPid_ = 0;          // watched where > 0
+  int pidfd_ = -1;           // readable once that process exits (-1: kill(pid, 0) instead)
+  unsigned looks_ = 0;
+  uint64_t lastLookNs_ = 0;
 };
 
 }  // namespace collie
