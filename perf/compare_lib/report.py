@@ -128,12 +128,29 @@ def targets(rows, ranks, bounds):
         best_gloo_8 = [r for r in rows if r["bytes"] == 8 and r["family"] == "gloo" and "busbw" in r]
         fastest = min(best_gloo_8, key=lambda r: r["time_us"]) if best_gloo_8 else None
         add("tcp 8 B time ÷ fastest Gloo", 8, _ratio(us(c), us(fastest)), 0.1, [c, fastest], False)
+        _ucx_targets(rows, add, bw, us)
     else:
         c = _best_of(rows, 64 * M, "collie-")
         p = _best_peer([r for r in rows if r["bytes"] == 64 * M])
         add("best Collie busbw ÷ best peer (%d ranks)" % ranks, 64 * M, _ratio(bw(c), bw(p)), 1.0,
             [c, p])
     return out
+
+
+def _ucx_targets(rows, add, bw, us):
+    """Collie over UCX against Collie's own transport for the same kind of link, and against
+    OpenMPI's pml ucx over the same UCX lane."""
+    M = 1 << 20
+    if not any(r["system"].startswith("collie-ucx") for r in rows):
+        return
+    for ucx, own in (("collie-ucx-tcp", "collie-tcp"), ("collie-ucx-posix", "collie-shm")):
+        for size in (M, 64 * M, 256 * M):
+            c, o = _get(rows, size, ucx), _get(rows, size, own)
+            add("%s busbw ÷ %s" % (ucx, own), size, _ratio(bw(c), bw(o)), 0.9, [c, o])
+        c, o = _get(rows, 8, ucx), _get(rows, 8, own)
+        add("%s 8 B time ÷ %s" % (ucx, own), 8, _ratio(us(c), us(o)), 1.2, [c, o], False)
+    c, p = _get(rows, 64 * M, "collie-ucx-tcp"), _get(rows, 64 * M, "mpi-ucx-tcp")
+    add("collie-ucx-tcp busbw ÷ OpenMPI pml ucx tcp", 64 * M, _ratio(bw(c), bw(p)), 1.2, [c, p])
 
 
 def target_lines(tgts):

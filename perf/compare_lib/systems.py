@@ -66,11 +66,21 @@ MPI_CONFIGS = {
     "mpi-ucx-sm": ("shm", ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
                            "--mca", "pml_ucx_devices", "any", "-x", "UCX_TLS=sm,self"],
                    "OpenMPI over UCX shared memory"),
+    # pml ucx over the lanes the collie-ucx rows use, so that both sit on the same UCX.
+    "mpi-ucx-tcp": ("tcp", ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
+                            "--mca", "pml_ucx_devices", "any",
+                            "-x", "UCX_TLS=tcp", "-x", "UCX_NET_DEVICES=lo"],
+                    "OpenMPI pml ucx, UCX_TLS=tcp"),
+    "mpi-ucx-posix": ("shm", ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
+                              "--mca", "pml_ucx_devices", "any", "-x", "UCX_TLS=posix"],
+                      "OpenMPI pml ucx, UCX_TLS=posix"),
 }
+# OpenMPI's launcher by name: `mpirun` may be another MPI's (MPICH's mpiexec.hydra).
+MPIRUN = "/usr/bin/mpirun.openmpi" if os.path.exists("/usr/bin/mpirun.openmpi") else "mpirun"
 
 def peer_systems(bin_dir, ranks, coll):
     out = []
-    if os.path.exists(os.path.join(bin_dir, "collie-peer-mpi")) and shutil.which("mpirun"):
+    if os.path.exists(os.path.join(bin_dir, "collie-peer-mpi")) and shutil.which(MPIRUN):
         for name, (cls, _, text) in MPI_CONFIGS.items():
             if name == "mpi-ucx-sm" and ranks == 2:
                 continue  # the strongest peer only at 4 ranks; at 2 collsm is
@@ -106,7 +116,7 @@ def _collie_command(system, coll, bin_dir, ranks, size, plan, json_path):
 
 
 def _mpi_command(system, coll, bin_dir, ranks, size, plan):
-    cmd = ["mpirun", "-n", str(ranks)]
+    cmd = [MPIRUN, "-n", str(ranks)]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     if _oversubscribed(ranks):

@@ -150,14 +150,17 @@ TEST_F(ErrorsTest, InitFromEnvWithoutEnvironmentIsAClearError) {
 // Ranks calling with different counts or dtypes: every rank returns an error (no hang, no
 // wrong answer); ranks that see the mismatch say collieInvalidUsage, and the rest learn it from
 // them.
-void disagree(int n, int oddRank, bool byDtype) {
+// transport: COLLIE_TRANSPORT (null: the automatic choice); oddCount: the odd rank's count.
+void disagree(int n, int oddRank, bool byDtype, const char* transport = nullptr,
+              size_t oddCount = 2048) {
   WorldOptions opt;
   opt.env = {{"COLLIE_TIMEOUT_MS", "20000"}};
+  if (transport != nullptr) opt.env.push_back({"COLLIE_TRANSPORT", transport});
   auto out = runWorld(n, opt, [=](int rank, Reporter& rep) {
     collieComm_t c = nullptr;
     if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
     std::vector<int32_t> buf(4096, 1);
-    size_t count = (!byDtype && rank == oddRank) ? 2048 : 4096;
+    size_t count = (!byDtype && rank == oddRank) ? oddCount : 4096;
     collieDataType_t dt = (byDtype && rank == oddRank) ? collieInt32 : collieFloat32;
     Deadline d = Deadline::afterMs(10000);
     collieResult_t r = collieAllReduce(buf.data(), buf.data(), count, dt, collieSum, c, nullptr);
@@ -222,6 +225,15 @@ TEST_F(ErrorsTest, RanksDisagreeOnTheCollectiveOverTcp) { disagreeOnCall(3, "tcp
 TEST_F(ErrorsTest, RanksDisagreeOnTheCollectiveOverShm) { disagreeOnCall(3, "shm", false); }
 TEST_F(ErrorsTest, RanksDisagreeOnTheRootOverTcp) { disagreeOnCall(3, "tcp", true); }
 TEST_F(ErrorsTest, RanksDisagreeOnTheRootOverShm) { disagreeOnCall(3, "shm", true); }
+#ifdef COLLIE_HAVE_UCX
+// Over ucx a frame of more than 4 KiB is two messages (header, payload), a smaller one is one:
+// a disagreement between two large frames, and between a small and a large one.
+TEST_F(ErrorsTest, RanksDisagreeOnCountOverUcx) {
+  disagree(2, 1, false, "ucx", 2048);
+  disagree(2, 1, false, "ucx", 256);
+}
+TEST_F(ErrorsTest, RanksDisagreeOnTheCollectiveOverUcx) { disagreeOnCall(3, "ucx", false); }
+#endif
 TEST_F(ErrorsTest, RanksDisagreeOnCount3) { disagree(3, 2, false); }
 TEST_F(ErrorsTest, RanksDisagreeOnDtype4) { disagree(4, 0, true); }
 

@@ -76,9 +76,10 @@ void signalSelfSoon(int sig) {
   }).detach();
 }
 
+// withinMs: how soon after the op began each survivor must have failed.
 void killMidOp(int n, int victim, const char* transport = "",
                const std::vector<std::pair<std::string, std::string>>& env = {},
-               Op which = Op::kAllReduce) {
+               Op which = Op::kAllReduce, int withinMs = kTimeoutMs + 2000) {
   WorldOptions opt;
   opt.env = {{"COLLIE_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"COLLIE_TRANSPORT", transport}};
   opt.env.insert(opt.env.end(), env.begin(), env.end());
@@ -101,7 +102,7 @@ void killMidOp(int n, int victim, const char* transport = "",
         rep.fail("error does not name the local rank: " + msg);
       if (msg.find(opWord(which)) == std::string::npos)
         rep.fail("error does not name the op: " + msg);
-      if (ms > kTimeoutMs + 2000) rep.fail("failed after " + std::to_string(ms) + " ms");
+      if (ms > withinMs) rep.fail("failed after " + std::to_string(ms) + " ms");
       rep.note("failed after " + std::to_string(ms) + " ms: " + msg);
       collieCommAbort(c);
       return;
@@ -219,6 +220,13 @@ TEST(Faults, SigkillOneOfFourRanksOverUcx) { killMidOp(4, 2, "ucx", {{"UCX_TLS",
 // rank answers a peer whose abort came first (before, it did not, and that peer named it).
 TEST(Faults, AStoppedRankIsNamedByEverySurvivorOfARingOverUcx) { stopMidOp(5, 3, "ucx", "ring"); }
 TEST(Faults, AStoppedRankIsNamedByEverySurvivorOfATreeOverUcx) { stopMidOp(6, 1, "ucx", "tree"); }
+// Over UCX's shared memory alone (no endpoint error there) the survivors watch the peers'
+// processes, and with every transport UCX has the endpoints report the dead peer: either way
+// it is named well before the deadline, and no survivor dies with it.
+TEST(Faults, SigkillOneOfThreeRanksOverUcxSharedMemory) {
+  killMidOp(3, 1, "ucx", {{"UCX_TLS", "posix,cma"}}, Op::kAllReduce, kTimeoutMs / 2);
+  killMidOp(3, 2, "ucx", {}, Op::kAllReduce, kTimeoutMs / 2);
+}
 
 // Two ranks on two pretend hosts (so that the automatic choice considers UCX), one AllReduce;
 // each rank notes its init error or the result, and the parent reads the notes and the logs.

@@ -8,11 +8,15 @@
 // message that peer sent to this rank, whichever order UCX delivers them in: the same per-peer FIFO
 // the stream transports have.
 //
-// A frame is one message: the 48-byte FrameHeader then the payload, sent and received as a
-// two-piece iov (no copy), or through a small copy where a message is tiny and the iov would
-// cost more than the copy. The receiver checks the header with checkFrame, as the stream
-// transports do, so ranks that disagree get the same errors whatever the transport.
+// A small frame is one message, the 48-byte FrameHeader then the payload, copied through a
+// bounce buffer. A large one is two messages of one tag, the header then the payload from the
+// caller's buffer: UCX matches one sender's messages of a tag in order, and only a contiguous
+// buffer gets its zero-copy protocols (an iov would be packed into bounce buffers on both sides
+// by the rendezvous). The receiver checks the header with checkFrame, as the stream transports
+// do, so ranks that disagree get the same errors whatever the transport.
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -49,33 +53,29 @@ ucp_tag_t p2pTag(int sender, uint32_t lane, uint32_t userTag) {
          (uint64_t{lane} << kLaneShift) | userTag;
 }
 
-ucp_tag_t abortTag(int sender) {
-  return kAbortChannel | (static_cast<uint64_t>(sender) << kRankShift);
+std::string garbled(const std::string& who, size_t says, size_t has) {
+  return "garbled frame from " + who + " (its header says " + std::to_string(says) +
+         " bytes, the message has " + std::to_string(has) + ")";
 }
 
-// Where a frame's bytes go: a small one is copied whole through the op's bounce buffer, a
-// large one goes as two pieces, the header and the caller's buffer.
-void frameBuffers(UcxOp* op, ucp_request_param_t* p, void** buffer, size_t* count) {
-  op->small = op->len <= kSmallMessage;
-  if (op->small) {
-    op->bounce.resize(kHdr + op->len);
-    p->datatype = ucp_dt_make_contig(1);
-    *buffer = op->bounce.data();
-    *count = op->bounce.size();
-  } else {
-    op->iov[0] = {&op->hdr, kHdr};
-    op->iov[1] = {op->data, op->len};
-    p->datatype = ucp_dt_make_iov();
-    *buffer = op->iov;
-    *count = 2;
-  }
+// Records what a part brought: the first failure of the op, and the lengths received.
+void record(UcxOp* op, UcxOp::Part part, ucs_status_t status, size_t length) {
+  if (status != UCS_OK && op->status == UCS_OK) op->status = status;
+  (part == UcxOp::kHeader ? op->hdrLength : op->length) = length;
 }
 
 }  // namespace
 
-UcxConnection::UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode)
+ucp_tag_t ucxAbortTag(int sender) {
+  return kAbortChannel | (static_cast<uint64_t>(sender) << kRankShift);
+}
+
+UcxConnection::UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode,
+                             int peerPid)
     : t_(transport), api_(transport->api_), peer_(peer), ep_(ep), peerMode_(peerMode) {
   lane0_.commId = t_->commId_;
+  peerPid_ = peerPid;
+  if (peerPid > 0) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, peerPid, 0));
 }
 
 UcxConnection::~UcxConnection() {
@@ -84,8 +84,11 @@ UcxConnection::~UcxConnection() {
   for (UcxOp* op : inFlight_) op->req = nullptr;
   std::vector<void*> handles;
   for (UcxOp* op : inFlight_)
-    if ((op->kind == UcxOp::kRecv || op->kind == UcxOp::kAbortRecv) && op->handle && !op->cancelled)
-      op->cancelled = true, handles.push_back(op->handle);
+    if ((op->kind == UcxOp::kRecv || op->kind == UcxOp::kAbortRecv) && !op->cancelled) {
+      op->cancelled = true;
+      for (void* h : op->handle)
+        if (h != nullptr) handles.push_back(h);
+    }
   for (void* h : handles) api_->requestCancel(t_->worker_, h);
   for (UcxOp* op : inFlight_) op->conn = nullptr;
   // A healthy endpoint is flushed first, so that what was sent still arrives; not one that
@@ -94,30 +97,42 @@ UcxConnection::~UcxConnection() {
                            [](const UcxOp* op) { return op->kind == UcxOp::kSend; });
   void* flush = flushed_ || epFailed_ || sends ? nullptr : startFlush();
   t_->retire(this, ep_, peerMode_, flush);
+  if (pidfd_ >= 0) close(pidfd_);
 }
 
 void UcxConnection::sendCallback(void* request, ucs_status_t status, void* user) {
-  complete(static_cast<UcxOp*>(user), request, status, 0);
+  complete(static_cast<UcxOp*>(user), UcxOp::kPayload, request, status, 0);
+}
+
+void UcxConnection::sendHeaderCallback(void* request, ucs_status_t status, void* user) {
+  complete(static_cast<UcxOp*>(user), UcxOp::kHeader, request, status, 0);
 }
 
 void UcxConnection::recvCallback(void* request, ucs_status_t status,
                                  const ucp_tag_recv_info_t* info, void* user) {
-  complete(static_cast<UcxOp*>(user), request, status, info != nullptr ? info->length : 0);
+  complete(static_cast<UcxOp*>(user), UcxOp::kPayload, request, status,
+           info != nullptr ? info->length : 0);
 }
 
-void UcxConnection::complete(UcxOp* op, void* request, ucs_status_t status, size_t length) {
+void UcxConnection::recvHeaderCallback(void* request, ucs_status_t status,
+                                       const ucp_tag_recv_info_t* info, void* user) {
+  complete(static_cast<UcxOp*>(user), UcxOp::kHeader, request, status,
+           info != nullptr ? info->length : 0);
+}
+
+void UcxConnection::complete(UcxOp* op, UcxOp::Part part, void* request, ucs_status_t status,
+                             size_t length) {
+  record(op, part, status, length);
   if (op->posting) {
-    // Inside the call that posts it (a receive whose message is already here): post() ends it.
-    op->doneEarly = true;
-    op->earlyStatus = status;
-    op->earlyLength = length;
+    // Inside the call that posts it (a receive whose message is already here): settle() ends it.
+    op->early[part] = true;
     return;
   }
-  op->handle = nullptr;
+  op->handle[part] = nullptr;
   op->owner->api_->requestFree(request);
   if (op->conn != nullptr)
-    op->conn->onDone(op, status, length);
-  else
+    op->conn->partDone(op, part, status, length);
+  else if (--op->parts == 0)
     op->owner->releaseOp(op);
 }
 
@@ -135,19 +150,71 @@ void UcxConnection::untrack(UcxOp* op) {
   if (op->req != nullptr) --userInFlight_;
 }
 
-Status UcxConnection::post(UcxOp* op, ucs_status_ptr_t sp) {
-  op->posting = false;
-  if (sp == nullptr) {
-    onDone(op, UCS_OK, 0);  // a send completed at once
-  } else if (UCS_PTR_IS_ERR(sp)) {
-    onDone(op, UCS_PTR_STATUS(sp), 0);
-  } else if (op->doneEarly) {
-    api_->requestFree(sp);
-    onDone(op, op->earlyStatus, op->earlyLength);
-  } else {
-    op->handle = sp;
+ucs_status_ptr_t UcxConnection::postPart(UcxOp* op, UcxOp::Part part, ucp_tag_t wire, void* buffer,
+                                         size_t count, ucp_request_param_t* p) {
+  const bool send = op->kind == UcxOp::kSend || op->kind == UcxOp::kAbortSend;
+  if (send) {
+    p->cb.send = part == UcxOp::kHeader ? &sendHeaderCallback : &sendCallback;
+    return api_->tagSendNbx(ep_, buffer, count, wire, p);
   }
+  p->cb.recv = part == UcxOp::kHeader ? &recvHeaderCallback : &recvCallback;
+  return api_->tagRecvNbx(t_->worker_, buffer, count, wire, kExactTag, p);
+}
+
+Status UcxConnection::postFrame(UcxOp* op, ucp_tag_t wire, ucp_request_param_t* p) {
+  p->op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                     UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p->user_data = op;
+  p->datatype = ucp_dt_make_contig(1);
+  p->memory_type = UCS_MEMORY_TYPE_HOST;
+  const bool send = op->kind == UcxOp::kSend || op->kind == UcxOp::kAbortSend;
+  op->parts = op->small ? 1 : 2;
+  op->posting = true;
+  track(op);
+  ucs_status_ptr_t hdr = nullptr, body;
+  if (op->small) {
+    body = postPart(op, UcxOp::kPayload, wire, op->bounce.data(), op->bounce.size(), p);
+  } else {
+    void* h = send ? static_cast<void*>(&op->hdr) : op->bounce.data();
+    hdr = postPart(op, UcxOp::kHeader, wire, h, send ? kHdr : op->bounce.size(), p);
+    // Only a contiguous payload gets UCX's zero-copy protocols, and over cma those abort the
+    // process when the peer dies mid-copy: an endpoint that cannot report a dead peer (mode
+    // NONE) sends a one-piece iov instead, which UCX copies through shared memory.
+    void* body0 = op->data;
+    size_t n = op->len;
+    if (!peerMode_) {
+      op->iov = {op->data, op->len};
+      p->datatype = ucp_dt_make_iov();
+      body0 = &op->iov, n = 1;
+    }
+    body = postPart(op, UcxOp::kPayload, wire, body0, n, p);
+  }
+  op->posting = false;
+  if (!op->small) settle(op, UcxOp::kHeader, hdr);
+  settle(op, UcxOp::kPayload, body);
   return failed_;
+}
+
+void UcxConnection::settle(UcxOp* op, UcxOp::Part part, ucs_status_ptr_t sp) {
+  if (sp == nullptr) {
+    partDone(op, part, UCS_OK, 0);  // a send completed at once
+  } else if (UCS_PTR_IS_ERR(sp)) {
+    partDone(op, part, UCS_PTR_STATUS(sp), 0);
+  } else if (op->early[part]) {
+    api_->requestFree(sp);
+    partDone(op, part, op->status, part == UcxOp::kHeader ? op->hdrLength : op->length);
+  } else {
+    op->handle[part] = sp;
+  }
+}
+
+void UcxConnection::partDone(UcxOp* op, UcxOp::Part part, ucs_status_t status, size_t length) {
+  record(op, part, status, length);
+  // A large frame's header is checked as soon as it is here: a peer that disagrees may never
+  // send the payload this receive waits for.
+  if (part == UcxOp::kHeader && op->kind == UcxOp::kRecv && status == UCS_OK && op->req)
+    headerOk(op);
+  if (--op->parts == 0) onDone(op, op->status, op->length);
 }
 
 Status UcxConnection::sendOn(Lane& lane, const void* buf, size_t bytes, const FrameTag& tag,
@@ -162,23 +229,16 @@ Status UcxConnection::sendOn(Lane& lane, const void* buf, size_t bytes, const Fr
   op->data = static_cast<char*>(const_cast<void*>(buf));
   op->len = bytes;
   op->hdr = encodeFrame(lane.commId, tag, bytes);
-  ucp_request_param_t p{};
-  p.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
-  p.cb.send = &UcxConnection::sendCallback;
-  p.user_data = op;
-  void* buffer;
-  size_t count;
-  frameBuffers(op, &p, &buffer, &count);
+  op->small = bytes <= kSmallMessage;
   if (op->small) {
+    op->bounce.resize(kHdr + bytes);
     memcpy(op->bounce.data(), &op->hdr, kHdr);
     if (bytes > 0) memcpy(op->bounce.data() + kHdr, buf, bytes);
   }
-  op->posting = true;
-  track(op);
   const ucp_tag_t wire = isP2PFrame(tag.coll) ? p2pTag(t_->rank_, lane.number, tag.tag)
                                               : dataTag(t_->rank_, lane.number, lane.sendSeq++);
-  return post(op, api_->tagSendNbx(ep_, buffer, count, wire, &p));
+  ucp_request_param_t p{};
+  return postFrame(op, wire, &p);
 }
 
 Status UcxConnection::recvOn(Lane& lane, void* buf, size_t bytes, const FrameTag& tag,
@@ -194,18 +254,15 @@ Status UcxConnection::recvOn(Lane& lane, void* buf, size_t bytes, const FrameTag
   op->len = bytes;
   op->expect = tag;
   op->commId = lane.commId;
-  ucp_request_param_t p{};
-  p.op_attr_mask = kRecvAttrs;
-  p.cb.recv = &UcxConnection::recvCallback;
-  p.user_data = op;
-  void* buffer;
-  size_t count;
-  frameBuffers(op, &p, &buffer, &count);
-  op->posting = true;
-  track(op);
+  // A large frame's header message lands here too; room for a small frame's whole instead, so
+  // that a peer that sent one (it disagrees on the size) is told by checkFrame.
+  op->small = bytes <= kSmallMessage;
+  op->bounce.resize(kHdr + (op->small ? bytes : kSmallMessage));
   const ucp_tag_t wire = isP2PFrame(tag.coll) ? p2pTag(peer_, lane.number, tag.tag)
                                               : dataTag(peer_, lane.number, lane.recvSeq++);
-  return post(op, api_->tagRecvNbx(t_->worker_, buffer, count, wire, kExactTag, &p));
+  ucp_request_param_t p{};
+  p.op_attr_mask = kRecvAttrs;
+  return postFrame(op, wire, &p);
 }
 
 bool UcxConnection::arrivedOn(const Lane& lane, uint32_t tag) {
@@ -222,13 +279,7 @@ Status UcxConnection::postAbortRecv() {
   op->bounce.resize(kHdr + kMaxAbortPayload);
   ucp_request_param_t p{};
   p.op_attr_mask = kRecvAttrs;
-  p.cb.recv = &UcxConnection::recvCallback;
-  p.user_data = op;
-  p.datatype = ucp_dt_make_contig(1);
-  op->posting = true;
-  track(op);
-  return post(op, api_->tagRecvNbx(t_->worker_, op->bounce.data(), op->bounce.size(),
-                                   abortTag(peer_), kExactTag, &p));
+  return postFrame(op, ucxAbortTag(peer_), &p);
 }
 
 void UcxConnection::onDone(UcxOp* op, ucs_status_t status, size_t length) {
@@ -268,26 +319,37 @@ void UcxConnection::finishRecv(UcxOp* op, ucs_status_t status, size_t length) {
     if (!op->cancelled) lostAfterGrace("receive failed", status);
     return;
   }
-  if (length < kHdr) {
-    fail(remoteError("garbled frame from " + who() + " (a message of " + std::to_string(length) +
-                     " bytes, shorter than a frame header)"));
-    return;
-  }
-  FrameHeader h;
-  memcpy(&h, op->small ? static_cast<const void*>(op->bounce.data()) : &op->hdr, kHdr);
-  Status st = checkFrame(h, op->commId, op->expect, op->len, peer_);
-  if (!st.isOk()) {
-    fail(st);
-    return;
-  }
-  if (length != kHdr + op->len) {
-    fail(remoteError("garbled frame from " + who() + " (its header says " +
-                     std::to_string(op->len) + " bytes, the message has " +
-                     std::to_string(length - kHdr) + ")"));
+  if (!headerOk(op)) return;
+  if (!op->small && length != op->len) {
+    fail(remoteError(garbled(who(), op->len, length)));
     return;
   }
   if (op->small && op->len > 0) memcpy(op->data, op->bounce.data() + kHdr, op->len);
   op->req->done = true;
+}
+
+bool UcxConnection::headerOk(UcxOp* op) {
+  if (!failed_.isOk()) return false;
+  const size_t got = op->small ? op->length : op->hdrLength;
+  if (got < kHdr) {
+    fail(remoteError("garbled frame from " + who() + " (a message of " + std::to_string(got) +
+                     " bytes, shorter than a frame header)"));
+    return false;
+  }
+  FrameHeader h;
+  memcpy(&h, op->bounce.data(), kHdr);
+  Status st = checkFrame(h, op->commId, op->expect, op->len, peer_);
+  if (!st.isOk()) {
+    fail(st);
+    return false;
+  }
+  // A small frame brings its payload; a large one's header message is the header alone.
+  const size_t body = got - kHdr;
+  if (body != (op->small ? op->len : 0)) {
+    fail(remoteError(garbled(who(), op->len, op->small ? body : op->len + body)));
+    return false;
+  }
+  return true;
 }
 
 void UcxConnection::finishAbortRecv(UcxOp* op, ucs_status_t status, size_t length) {
@@ -339,8 +401,11 @@ void UcxConnection::cancelRecvs() {
   // Collected first: a cancel completes its request at once, which edits inFlight_.
   std::vector<void*> handles;
   for (UcxOp* op : inFlight_)
-    if (op->kind == UcxOp::kRecv && op->handle != nullptr && !op->cancelled)
-      op->cancelled = true, handles.push_back(op->handle);
+    if (op->kind == UcxOp::kRecv && !op->cancelled) {
+      op->cancelled = true;
+      for (void* h : op->handle)
+        if (h != nullptr) handles.push_back(h);
+    }
   for (void* h : handles) api_->requestCancel(t_->worker_, h);
 }
 
@@ -363,6 +428,7 @@ Status UcxConnection::progress(bool* progressed) {
     // look at the other connections.
     for (int i = 0; i < 16 && api_->workerProgress(t_->worker_) > 0; ++i) {
     }
+    if (peerPid_ > 0 && !epFailed_) watchPeer();
     if (t_->completions_ != before) *progressed = true;
     if (failed_.isOk() && !peerLost_.isOk() && (userInFlight_ > 0 || opFailed_)) {
       // The peer's abort, sent before it closed and naming the rank it lost, may complete a
@@ -378,6 +444,10 @@ Status UcxConnection::progress(bool* progressed) {
 
 void UcxConnection::appendPollFds(std::vector<pollfd>* fds) const {
   const int efd = t_->efd_, ready = t_->readyFd_;
+  // The watched peer's pidfd turns readable when it exits; lanes share it.
+  if (pidfd_ >= 0 && !epFailed_ &&
+      std::none_of(fds->begin(), fds->end(), [&](const pollfd& p) { return p.fd == pidfd_; }))
+    fds->push_back(pollfd{pidfd_, POLLIN, 0});
   for (const pollfd& p : *fds)
     if (p.fd == efd || p.fd == ready) return;  // every connection shares the one worker
   // The Poller calls this just before it sleeps, after progress found nothing: the one place
@@ -387,64 +457,6 @@ void UcxConnection::appendPollFds(std::vector<pollfd>* fds) const {
   // poll returns at once and the Poller progresses again rather than sleeping on them.
   ucs_status_t st = api_->workerArm(t_->worker_);
   fds->push_back(pollfd{st == UCS_OK ? efd : ready, POLLIN, 0});
-}
-
-void UcxConnection::sendAbortOn(uint64_t commId, const Status& failure) {
-  // Also to a peer whose abort came first: its answer tells it this rank is not the one stuck.
-  if (abortSent_) return;
-  abortSent_ = true;
-  // The failed op's Requests are gone; UCX may complete any op of the worker from here on.
-  t_->detachAll();
-  // Communicators sharing the connection fail with this one, as on the stream transports.
-  if (!lanes_.empty())
-    fail(Status(failure.code(), "a communicator sharing the connection to peer rank " +
-                                    std::to_string(peer_) + " failed: " + failure.message()));
-  if (epFailed_) return;  // nobody to tell
-  const std::string frame = encodeAbort(commId, failure);
-  UcxOp* op = t_->takeOp();
-  op->conn = this;
-  op->kind = UcxOp::kAbortSend;
-  op->small = true;
-  op->bounce.assign(frame.begin(), frame.end());
-  ucp_request_param_t p{};
-  p.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
-  p.cb.send = &UcxConnection::sendCallback;
-  p.user_data = op;
-  p.datatype = ucp_dt_make_contig(1);
-  abortInFlight_ = true;
-  op->posting = true;
-  track(op);
-  post(op, api_->tagSendNbx(ep_, op->bounce.data(), op->bounce.size(), abortTag(t_->rank_), &p));
-  // Best effort and bounded: a peer that reads nothing any more learns from the endpoint.
-  Deadline d = Deadline::afterMs(500);
-  while (abortInFlight_ && !epFailed_ && !d.expired())
-    if (api_->workerProgress(t_->worker_) == 0) sched_yield();
-}
-
-AbortLink::Word UcxConnection::listenAfterFailure() {
-  api_->workerProgress(t_->worker_);
-  return aborted_ || epFailed_ ? Word::kHeard : Word::kNothing;
-}
-
-void* UcxConnection::startFlush() {
-  ucp_request_param_t p{};
-  ucs_status_ptr_t sp = api_->epFlushNbx(ep_, &p);
-  return UCS_PTR_IS_PTR(sp) ? sp : nullptr;
-}
-
-void UcxConnection::linger(const Deadline& deadline) {
-  if (!abortSent_ || flushed_) return;
-  flushed_ = true;
-  // The abort must leave before the endpoint goes. Sends of the failed op that will never
-  // complete would hold a flush up to the deadline: then the abort (already out of the
-  // worker, see sendAbort) has to do without it.
-  bool sends = std::any_of(inFlight_.begin(), inFlight_.end(),
-                           [](const UcxOp* op) { return op->kind == UcxOp::kSend; });
-  if (epFailed_ || sends) return;
-  std::vector<void*> flush;
-  if (void* f = startFlush()) flush.push_back(f);
-  t_->waitAndFree(&flush, deadline);
 }
 
 }  // namespace collie

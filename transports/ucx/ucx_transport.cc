@@ -125,12 +125,20 @@ Status UcxTransport::listResources() {
 
 StatusOr<std::unique_ptr<Connection>> UcxTransport::connect(int peer,
                                                             const std::string& peerAddress) {
+  return connectPeer(peer, peerAddress, 0);
+}
+
+StatusOr<std::unique_ptr<Connection>> UcxTransport::connectPeer(int peer,
+                                                                const std::string& peerAddress,
+                                                                int pid) {
   ucp_ep_params_t ep{};
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
   ep.address = reinterpret_cast<const ucp_address_t*>(peerAddress.data());
   // Mode PEER: a peer that dies fails its endpoint (and what is posted on it) instead of
-  // leaving this rank waiting; the cost is that UCX keeps some protocols back.
+  // leaving this rank waiting; the cost is that UCX admits only transports that detect a dead
+  // peer (tcp, RDMA), tcp even between processes of one host. Mode NONE would let those use
+  // posix and cma, but cma aborts the process when its peer dies mid-copy.
   ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   ep.err_handler.cb = &UcxTransport::onEndpointError;
   ep.err_handler.arg = this;
@@ -139,12 +147,13 @@ StatusOr<std::unique_ptr<Connection>> UcxTransport::connect(int peer,
   if (detectsFailure_) st = api_->epCreate(worker_, &ep, &h);
   bool peerMode = st == UCS_OK;
   if (st == UCS_ERR_UNREACHABLE) {
-    // Only transports that cannot detect a dead peer connect (shared memory alone): without
-    // the mode, a dead peer is noticed at the op's deadline (COLLIE_TIMEOUT_MS) instead.
+    // Only transports that cannot detect a dead peer connect (shared memory alone): the
+    // connection watches the peer's process where it is on this host (pid), and elsewhere a
+    // dead peer is noticed at the op's deadline (COLLIE_TIMEOUT_MS).
     ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
     ep.field_mask &= ~static_cast<uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLER);
     st = api_->epCreate(worker_, &ep, &h);
-    if (st == UCS_OK && !warnedNoFailureMode_) {
+    if (st == UCS_OK && pid <= 0 && !warnedNoFailureMode_) {
       warnedNoFailureMode_ = true;
       COLLIE_WARN(kLogInit,
                   "UCX transports %s cannot report a dead peer: a peer that dies is noticed only "
@@ -156,7 +165,7 @@ StatusOr<std::unique_ptr<Connection>> UcxTransport::connect(int peer,
     return systemError("UCX: cannot create an endpoint to peer rank " + std::to_string(peer) +
                        ": " + api_->statusString(st) + " (its worker address does not reach " +
                        "this host with the transports UCX chose: " + resources_ + ")");
-  std::unique_ptr<UcxConnection> c(new UcxConnection(this, peer, h, peerMode));
+  std::unique_ptr<UcxConnection> c(new UcxConnection(this, peer, h, peerMode, peerMode ? 0 : pid));
   conns_.push_back(c.get());
   COLLIE_RETURN_IF_ERROR(c->postAbortRecv());
   return std::unique_ptr<Connection>(c.release());

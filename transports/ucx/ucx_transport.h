@@ -20,6 +20,9 @@ namespace collie {
 class UcxConnection;
 class UcxTransport;
 
+// The tag of the abort frames a rank sends (ucx_connection.cc has the tag layout).
+ucp_tag_t ucxAbortTag(int sender);
+
 // One send or receive in flight in UCX. Owned by the transport (UCX's callbacks may fire after
 // the connection that started it is gone, until the worker is destroyed).
 struct UcxOp {
@@ -27,17 +30,22 @@ struct UcxOp {
   UcxTransport* owner = nullptr;
   UcxConnection* conn = nullptr;  // null once the connection is gone
   Request* req = nullptr;         // null once nobody waits for it any more (detached)
-  void* handle = nullptr;         // UCX's request while in flight
+  // A large frame is two UCX messages of one tag, the header then the payload (contiguous, so
+  // UCX moves it zero-copy); a small one is one message, copied through `bounce`.
+  enum Part : uint8_t { kPayload = 0, kHeader = 1 };
+  void* handle[2] = {nullptr, nullptr};  // UCX's requests while in flight, by Part
+  bool early[2] = {false, false};        // completed inside the call that posted it
+  int parts = 0;                         // UCX messages not complete yet
   Kind kind = kSend;
-  bool small = false;  // header and payload copied through `bounce`
+  bool small = false;
   bool cancelled = false;
-  bool posting = false;    // inside the UCX call that starts it
-  bool doneEarly = false;  // and UCX completed it there already:
-  ucs_status_t earlyStatus = UCS_OK;
-  size_t earlyLength = 0;
-  size_t slot = 0;  // index in the connection's in-flight list
+  bool posting = false;          // inside the UCX calls that start it
+  ucs_status_t status = UCS_OK;  // the first failure of a part
+  size_t length = 0;             // received: the payload's bytes (a small frame's whole)
+  size_t hdrLength = 0;          // and the header message's
+  size_t slot = 0;               // index in the connection's in-flight list
   FrameHeader hdr{};
-  ucp_dt_iov_t iov[2]{};
+  ucp_dt_iov_t iov{};    // the payload, where it goes as an iov
   char* data = nullptr;  // the caller's buffer
   size_t len = 0;        // its length (the payload expected or sent)
   FrameTag expect;
@@ -77,7 +85,14 @@ class UcxTransport : public Transport {
   friend class UcxConnection;
   UcxTransport() = default;
   // Why peer cannot use UCX, from what it published ("" where it can; *addr its address).
-  static std::string unusable(const std::string& theirs, std::string* addr);
+  // theirs: the worker address in hex, then "/pid/pid-namespace" (ucx_setup.cc); *pid the
+  // peer's pid where its namespace is this process's, else 0.
+  static std::string unusable(const std::string& theirs, std::string* addr, int* pid);
+  // connect() for a peer whose process this rank can watch (pid > 0: same host and PID
+  // namespace): where its endpoint cannot report a dead peer (error handling mode NONE, UCX's
+  // shared memory alone), the connection watches the process instead.
+  StatusOr<std::unique_ptr<Connection>> connectPeer(int peer, const std::string& peerAddress,
+                                                    int pid);
   Status giveUp(ConnectStep* step, const Status& made);
   Status init(int rank, int nranks, uint64_t commId, bool needRdma);
   Status listResources();
@@ -122,7 +137,8 @@ class UcxTransport : public Transport {
 class UcxConnection : public Connection {
  public:
   // peerMode: the endpoint has error handling mode PEER (else NONE, where it cannot be had).
-  UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode);
+  // peerPid: the peer's process where this rank watches it (same host), else 0.
+  UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode, int peerPid);
   ~UcxConnection() override;
 
   Status isend(const void* buf, size_t bytes, const FrameTag& tag, Request* req) override {
@@ -172,18 +188,33 @@ class UcxConnection : public Connection {
   bool arrivedOn(const Lane& lane, uint32_t tag);
   void sendAbortOn(uint64_t commId, const Status& failure);
   bool knows(uint64_t commId) const;
-  Status post(UcxOp* op, ucs_status_ptr_t sp);
+  // Posts a frame's one or two messages (send or receive) and settles what completed at once.
+  Status postFrame(UcxOp* op, ucp_tag_t wire, ucp_request_param_t* p);
+  ucs_status_ptr_t postPart(UcxOp* op, UcxOp::Part part, ucp_tag_t wire, void* buffer, size_t count,
+                            ucp_request_param_t* p);
+  void settle(UcxOp* op, UcxOp::Part part, ucs_status_ptr_t sp);
+  // A part completed (callback or at once); the op ends with its last part.
+  void partDone(UcxOp* op, UcxOp::Part part, ucs_status_t status, size_t length);
+  // A received frame's header (in the op's bounce buffer) against what the receive expects;
+  // fails the connection where they disagree.
+  bool headerOk(UcxOp* op);
   void track(UcxOp* op);
   void untrack(UcxOp* op);
   void finishRecv(UcxOp* op, ucs_status_t status, size_t length);
   void finishAbortRecv(UcxOp* op, ucs_status_t status, size_t length);
   void cancelRecvs();
   static void sendCallback(void* request, ucs_status_t status, void* user);
+  static void sendHeaderCallback(void* request, ucs_status_t status, void* user);
   static void recvCallback(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
                            void* user);
-  static void complete(UcxOp* op, void* request, ucs_status_t status, size_t length);
+  static void recvHeaderCallback(void* request, ucs_status_t status,
+                                 const ucp_tag_recv_info_t* info, void* user);
+  static void complete(UcxOp* op, UcxOp::Part part, void* request, ucs_status_t status,
+                       size_t length);
   void* startFlush();
   void lostAfterGrace(const char* what, ucs_status_t status);
+  // The watched peer process is gone: as an endpoint failure (rate-limited, ucx_setup.cc).
+  void watchPeer();
   Status fail(Status st);
   std::string who() const { return "peer rank " + std::to_string(peer_); }
 
@@ -207,6 +238,10 @@ class UcxConnection : public Connection {
   bool abortInFlight_ = false;
   bool wantCancel_ = false;  // receives to cancel at the next progress (not from a callback)
   bool flushed_ = false;     // linger flushed the endpoint already (or gave up on it)
+  int peerPid_ = 0;          // watched where > 0
+  int pidfd_ = -1;           // readable once that process exits (-1: kill(pid, 0) instead)
+  unsigned looks_ = 0;
+  uint64_t lastLookNs_ = 0;
 };
 
 }  // namespace collie
