@@ -17,9 +17,11 @@ std::unique_ptr<UcxTransport> UcxTransport::forGroup(int rank, int nranks, uint6
 }
 
 std::string UcxTransport::unusable(const std::string& theirs, std::string* addr) {
-  if (!theirs.empty() && theirs[0] == '!') return theirs.substr(1);
+  // Never "" for a failure, and never an empty address: either would be connected to.
+  if (!theirs.empty() && theirs[0] == '!')
+    return theirs.size() > 1 ? theirs.substr(1) : "its UCX failed to start";
   if (theirs == "-") return "its UCX offers no RDMA resource";
-  return fromHex(theirs, addr) ? "" : "it published a garbled address";
+  return fromHex(theirs, addr) && !addr->empty() ? "" : "it published a garbled address";
 }
 
 Status UcxTransport::giveUp(ConnectStep* step, const Status& made) {
