@@ -72,12 +72,12 @@ class UcxTransport : public Transport {
   // Publishes the worker address, or why there is none, and connects the peers that have one
   // (ucx_setup.cc).
   Status connectGroup(ConnectStep* step, ConnectionTable* conns) override;
+  // Why peer cannot use UCX, from what it published ("" where it can; *addr its address).
+  static std::string unusable(const std::string& theirs, std::string* addr);
 
  private:
   friend class UcxConnection;
   UcxTransport() = default;
-  // Why peer cannot use UCX, from what it published ("" where it can; *addr its address).
-  static std::string unusable(const std::string& theirs, std::string* addr);
   Status giveUp(ConnectStep* step, const Status& made);
   Status init(int rank, int nranks, uint64_t commId, bool needRdma);
   Status listResources();
