@@ -32,7 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool closed = false;
   std::thread server([&] {
     pollfd p{gListenFd, POLLIN, 0};
-    FUZZ_CHECK(poll(&p, 1, 10000) == 1);
+    int n;
+    while ((n = poll(&p, 1, 10000)) < 0 && errno == EINTR) {
+    }
+    FUZZ_CHECK(n == 1);
     const int fd = accept4(gListenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     FUZZ_CHECK(fd >= 0);
     std::string requests;

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 
 #include "src/core/bootstrap/store.h"
@@ -33,7 +34,10 @@ inline bool exchange(int fd, const std::string& out, std::string* got, int timeo
       shut = true;
     }
     pollfd p{fd, static_cast<short>(POLLIN | (shut ? 0 : POLLOUT)), 0};
-    if (poll(&p, 1, timeoutMs) <= 0) return false;
+    // libFuzzer's timeout alarm interrupts poll every second: only a real timeout counts.
+    const int n = poll(&p, 1, timeoutMs);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
     if (p.revents & POLLOUT) {
       const ssize_t w = send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
       if (w > 0) sent += static_cast<size_t>(w);
