@@ -1,7 +1,5 @@
 // collie-perf's command line: the input's lines are its arguments (after the program name). The
 // parser says run, help or a usage error with its reason; options it lets run are consistent.
-#include <getopt.h>
-
 #include <vector>
 
 #include "perf/perf_options.h"
@@ -21,16 +19,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (auto& w : words) argv.push_back(&w[0]);
   argv.push_back(nullptr);
 
-  // The parser is written for one call per process: getopt keeps its place inside the last
-  // argument cluster of the previous call, which optind = 0 makes it forget.
-  optind = 0;
-  char* none[] = {argv[0], nullptr};
-  getopt(1, none, "");
-
-  collie::perf::Options o;
-  std::string error;
-  const auto outcome =
-      collie::perf::parseOptions(static_cast<int>(words.size()), argv.data(), &o, &error);
+  // Parsed twice: a call must not depend on where getopt stopped in the one before.
+  collie::perf::Options o, again;
+  std::string error, error2;
+  const int n = static_cast<int>(words.size());
+  const auto outcome = collie::perf::parseOptions(n, argv.data(), &o, &error);
+  FUZZ_CHECK(collie::perf::parseOptions(n, argv.data(), &again, &error2) == outcome);
+  FUZZ_CHECK(error == error2 && o.minBytes == again.minBytes && o.maxBytes == again.maxBytes &&
+             o.iters == again.iters && o.datatype == again.datatype && o.algo == again.algo);
   if (outcome == collie::perf::ParseOutcome::kRun) {
     FUZZ_CHECK(o.minBytes <= o.maxBytes);
     FUZZ_CHECK(o.stepFactor > 1 || o.stepBytes > 0 || o.minBytes == o.maxBytes);
