@@ -3,6 +3,8 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 RANKS      ?= 4
 CMAKE_ARGS ?=
@@ -22,8 +24,10 @@ TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file $(TORC
 
 BENCH_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox python3
 BENCH_ARGS ?=
+# libFuzzer comes with clang's runtime libraries.
+FUZZ_PACKAGES = clang libclang-rt-14-dev
 
-.PHONY: all deps build deb run demo bench bench-torch bench-micro chaos soak strangers test test-unit test-multiproc test-sanitize clean
+.PHONY: all deps build deb run demo bench bench-torch bench-micro chaos soak strangers test test-unit test-multiproc test-sanitize fuzz clean
 
 all: build
 
@@ -118,5 +122,17 @@ test-sanitize: deps
 	  ctest -L unit -j $(JOBS) --output-on-failure && \
 	  ctest -L multiproc -LE launcher --output-on-failure
 
+# The libFuzzer targets of tests/fuzz (the wire parsers, the unique id, the environment and
+# collie-perf's options), built by clang with ASan and UBSan in $(FUZZ_BUILD), each run for
+# FUZZ_SECONDS from its corpus; fails on any crash or sanitizer report. `make test` replays the
+# corpora only.
+fuzz:
+	@bash tools/install_deps.sh $(BUILD_PACKAGES) $(FUZZ_PACKAGES)
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCOLLIE_FUZZ=ON -DCOLLIE_WITH_TORCH=OFF -DCOLLIE_WITH_CUDA=OFF -DCOLLIE_WITH_NCCL=OFF \
+	  -DCOLLIE_WITH_MPI=OFF -DCOLLIE_WITH_GLOO=OFF -DCOLLIE_BUILD_DEMO=OFF $(CMAKE_ARGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target collie-fuzz
+	bash tools/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -318,7 +318,8 @@ ParseOutcome parseOptions(int argc, char** argv, Options* o, std::string* error)
   int n = argc - first;
   char** args = argv + first;
   opterr = 0;
-  optind = 1;
+  // 0, not 1: glibc then also forgets its place inside the previous call's argument cluster.
+  optind = 0;
   for (;;) {
     int flag = getopt_long(n, args, kShortOptions, kLongOptions, nullptr);
     if (flag == -1) break;

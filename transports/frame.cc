@@ -9,15 +9,22 @@ namespace collie {
 
 static_assert(kP2PColl == static_cast<uint8_t>(Collective::kSendRecv), "p2p frames");
 
+namespace {
+
+// A received header's dtype byte can be anything; only a valid one may become the enum.
+const char* dtypeByteName(uint8_t d) {
+  return validDtype(d) ? dtypeName(static_cast<collieDataType_t>(d)) : "unknown";
+}
+
+}  // namespace
+
 std::string describeFrameTag(const FrameTag& t) {
   if (isP2PFrame(t.coll))
-    return "message of " + std::to_string(t.count) + " " +
-           dtypeName(static_cast<collieDataType_t>(t.dtype)) + " with tag " +
+    return "message of " + std::to_string(t.count) + " " + dtypeByteName(t.dtype) + " with tag " +
            std::to_string(static_cast<int32_t>(t.tag)) + " (#" + std::to_string(t.seq) +
            " of its pair and tag)";
   std::string s = collectiveName(static_cast<Collective>(t.coll));
-  s +=
-      " count " + std::to_string(t.count) + " " + dtypeName(static_cast<collieDataType_t>(t.dtype));
+  s += " count " + std::to_string(t.count) + " " + dtypeByteName(t.dtype);
   const Collective c = static_cast<Collective>(t.coll);
   if (c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce)
     s += std::string(" ") + redOpName(static_cast<collieRedOp_t>(t.op));

@@ -37,13 +37,13 @@ std::string peerName(int fd) {
   return a.toString();
 }
 
-const char* TcpTransport::misfit(const Hello& h, const std::vector<int>& socks,
-                                 const FdTable& fds) const {
+const char* helloMisfit(const Hello& h, const Identity& id, const std::vector<int>& socks,
+                        const std::vector<std::vector<int>>& fds) {
   if (h.magic != kHelloMagic || h.version != kHelloVersion)
     return "not a Collie hello (garbage or another protocol)";
-  if (!secretEqual(h.secret, id_.secret) || h.commId != id_.commId)
+  if (!secretEqual(h.secret, id.secret) || h.commId != id.commId)
     return "wrong secret or communicator id";
-  if (h.to != id_.rank || h.nranks != id_.nranks || h.from < 0 || h.from >= id_.rank ||
+  if (h.to != id.rank || h.nranks != id.nranks || h.from < 0 || h.from >= id.rank ||
       socks[h.from] == 0 || h.nsocks != socks[h.from] || h.sockIdx < 0 ||
       h.sockIdx >= socks[h.from] || fds[h.from][h.sockIdx] >= 0)
     return "hello does not fit this communicator (rank, size or COLLIE_NSOCKS differ)";
@@ -93,7 +93,7 @@ Status TcpTransport::acceptPeers(int expected, const std::vector<int>& socks,
       }
       p.got += static_cast<size_t>(r);
       if (p.got < sizeof(Hello)) continue;
-      const char* why = misfit(p.hello, socks, *fds);
+      const char* why = helloMisfit(p.hello, id_, socks, *fds);
       if (*why != '\0') {
         drop(i, why);
         continue;

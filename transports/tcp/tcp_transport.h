@@ -38,6 +38,12 @@ struct TcpOptions {
 int socketsFor(const TcpOptions& opt, bool sameHost);
 int bufferFor(const TcpOptions& opt, bool sameHost);
 
+// Why a complete hello does not belong to id's mesh ("" where it does): socks[p] sockets go to
+// peer p, and fds[p][i] >= 0 where socket i to peer p is connected already. Its own function so
+// that the bytes a stranger can send are checked the same way in tests and fuzzing.
+const char* helloMisfit(const Hello& h, const Identity& id, const std::vector<int>& socks,
+                        const std::vector<std::vector<int>>& fds);
+
 class TcpTransport : public Transport {
  public:
   ~TcpTransport() override;
@@ -84,8 +90,6 @@ class TcpTransport : public Transport {
                  int* fd);
   Status acceptPeers(int expected, const std::vector<int>& socks, const Deadline& deadline,
                      FdTable* fds);
-  // Why a complete hello does not belong to this mesh ("" where it does).
-  const char* misfit(const Hello& h, const std::vector<int>& socks, const FdTable& fds) const;
   Status acceptTimeout(const FdTable& fds) const;
   void wrap(FdTable* fds, const std::vector<int>& bufBytes, ConnectionTable* conns) const;
 

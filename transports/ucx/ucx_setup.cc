@@ -38,10 +38,12 @@ std::unique_ptr<UcxTransport> UcxTransport::forGroup(int rank, int nranks, uint6
 }
 
 std::string UcxTransport::unusable(const std::string& theirs, std::string* addr, int* pid) {
-  if (!theirs.empty() && theirs[0] == '!') return theirs.substr(1);
+  // Never "" for a failure, and never an empty address: either would be connected to.
+  if (!theirs.empty() && theirs[0] == '!')
+    return theirs.size() > 1 ? theirs.substr(1) : "its UCX failed to start";
   if (theirs == "-") return "its UCX offers no RDMA resource";
   const size_t a = theirs.find('/'), b = a == std::string::npos ? a : theirs.find('/', a + 1);
-  if (b == std::string::npos || !fromHex(theirs.substr(0, a), addr))
+  if (b == std::string::npos || !fromHex(theirs.substr(0, a), addr) || addr->empty())
     return "it published a garbled address";
   const std::string ns = theirs.substr(b + 1);
   *pid = !ns.empty() && ns == pidNamespace() ? atoi(theirs.c_str() + a + 1) : 0;

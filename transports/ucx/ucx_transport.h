@@ -80,14 +80,14 @@ class UcxTransport : public Transport {
   // Publishes the worker address, or why there is none, and connects the peers that have one
   // (ucx_setup.cc).
   Status connectGroup(ConnectStep* step, ConnectionTable* conns) override;
-
- private:
-  friend class UcxConnection;
-  UcxTransport() = default;
   // Why peer cannot use UCX, from what it published ("" where it can; *addr its address).
   // theirs: the worker address in hex, then "/pid/pid-namespace" (ucx_setup.cc); *pid the
   // peer's pid where its namespace is this process's, else 0.
   static std::string unusable(const std::string& theirs, std::string* addr, int* pid);
+
+ private:
+  friend class UcxConnection;
+  UcxTransport() = default;
   // connect() for a peer whose process this rank can watch (pid > 0: same host and PID
   // namespace): where its endpoint cannot report a dead peer (error handling mode NONE, UCX's
   // shared memory alone), the connection watches the process instead.

@@ -60,7 +60,7 @@ struct StoreServer::Impl {
   bool checkHello(Client& c, std::string* why);
   bool handle(Client& c, std::string* why);
   bool handleRequest(Client& c, const wire::ReqHdr& h, const std::string& key,
-                     const std::string& val);
+                     const std::string& val, std::string* why);
   bool receive(Client& c);
   bool flush(Client& c);
   bool serveClient(Client& c, short revents, Clock::time_point now);
@@ -114,16 +114,13 @@ bool StoreServer::Impl::handle(Client& c, std::string* why) {
     std::string key = c.in.substr(sizeof(h), h.keyLen);
     std::string val = c.in.substr(sizeof(h) + h.keyLen, h.valLen);
     c.in.erase(0, need);
-    if (!handleRequest(c, h, key, val)) {
-      *why = "unknown request";
-      return false;
-    }
+    if (!handleRequest(c, h, key, val, why)) return false;
   }
   return true;
 }
 
 bool StoreServer::Impl::handleRequest(Client& c, const wire::ReqHdr& h, const std::string& key,
-                                      const std::string& val) {
+                                      const std::string& val, std::string* why) {
   switch (h.cmd) {
     case wire::kSet:
       data[key] = val;
@@ -142,7 +139,11 @@ bool StoreServer::Impl::handleRequest(Client& c, const wire::ReqHdr& h, const st
     }
     case wire::kAdd: {
       int64_t v = data.count(key) ? strtoll(data[key].c_str(), nullptr, 10) : 0;
-      v += h.arg;
+      // A counter past int64 has no value to answer with: that client goes.
+      if (__builtin_add_overflow(v, h.arg, &v)) {
+        *why = "add overflows the counter '" + key.substr(0, 64) + "'";
+        return false;
+      }
       data[key] = std::to_string(v);
       reply(c, wire::kOk, "", v);
       wakeWaiters(key);
@@ -156,6 +157,7 @@ bool StoreServer::Impl::handleRequest(Client& c, const wire::ReqHdr& h, const st
       return true;
     }
     default:
+      *why = "unknown request";
       return false;
   }
 }

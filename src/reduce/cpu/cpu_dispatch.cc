@@ -9,6 +9,10 @@
 #include "src/base/params.h"
 #include "src/reduce/reduce.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #if defined(COLLIE_CPU_NATIVE)
 #define COLLIE_CPU_SINGLE_NAME "native"
 #else
@@ -17,6 +21,14 @@
 
 namespace collie {
 namespace {
+
+#if defined(__x86_64__)
+// F16C from CPUID leaf 1 itself: clang before 15 does not know "f16c" in __builtin_cpu_supports.
+bool cpuHasF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+#endif
 
 constexpr const char* kIsaNames[kNumCpuIsas] = {"sse", "avx2", "avx512", COLLIE_CPU_SINGLE_NAME};
 
@@ -60,8 +72,7 @@ unsigned supportedCpuIsas() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   s |= cpuIsaBit(CpuIsa::kSse);
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuHasF16c();
   if (avx2) s |= cpuIsaBit(CpuIsa::kAvx2);
   if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
