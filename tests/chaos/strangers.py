@@ -9,8 +9,11 @@ tcp transport listener) at --rate a second, --total in all, cycling through four
   half      the first half of a hello, the connection then held open --hold seconds
 
 It fails if a result is wrong, if the job stops, or if the ranks' logs lack the WARN of the
-dropped connections or hold more of them than the rate limit lets through; it prints the job's
-bus bandwidth before and during the strangers (median of the cycles) and their ratio.
+dropped connections or hold more of them than the rate limit lets through. It prints the job's
+bus bandwidth (median of the cycles) before, while the same traffic goes to a port of the
+stranger's own (the control: on a machine whose cores the ranks fill, the stranger's own work
+slows them), and while it goes to the job's ports; the last over the control is what the
+strangers cost the job itself.
 
   tests/chaos/strangers.py --bin build/bin [--total 10000] [--rate 500]
 """
@@ -49,8 +52,10 @@ def payload(kind, rng, replayed):
     return hello if kind == "secret" else hello[:len(hello) // 2]
 
 
-def attack(ports, total, rate, hold, seed=1):
-    """Opens total connections at rate a second, spread over ports and kinds; returns counts."""
+def attack(ports, total, rate, hold, seed=1, drain=None):
+    """Opens total connections at rate a second, spread over ports and kinds; returns counts.
+    drain: a listening socket of this process whose connections it accepts and closes itself
+    (the control run: the same traffic, aimed at a port that is not the job's)."""
     rng = random.Random(seed)
     replayed = [transport_hello(b"another job's!!!", 77), store_hello(b"another job's!!!", 77)]
     counts = {(k, o): 0 for k in KINDS for o in ("sent", "refused", "failed")}
@@ -76,6 +81,11 @@ def attack(ports, total, rate, hold, seed=1):
             s.close()
         while held and held[0][0] <= time.monotonic():
             held.pop(0)[1].close()
+        while drain is not None:
+            try:
+                drain.accept()[0].close()
+            except BlockingIOError:
+                break
     for _, s in held:
         s.close()
     return counts, time.monotonic() - start
@@ -127,19 +137,29 @@ def main():
         pids = subprocess.run(["pgrep", "-s", str(job.pid), "collie-perf"], capture_output=True,
                               text=True).stdout.split()
         ports = sorted(set(listening_ports(pids)) | {store_port})
+        # The control: the same traffic at a port of this process, so that what the strangers'
+        # own work costs the ranks (2 cores are shared) is told apart from what the job pays.
+        with socket.socket() as ctl:
+            ctl.bind(("127.0.0.1", 0))
+            ctl.listen(4096)
+            ctl.setblocking(False)
+            attack([ctl.getsockname()[1]], args.total, args.rate, args.hold, drain=ctl)
+        control = len(rows(log))
         counts, took = attack(ports, args.total, args.rate, args.hold)
         during = len(rows(log))
         wait_rows(log, during + 1, job, time.monotonic() + 60)
     finally:
         os.killpg(job.pid, signal.SIGTERM)
         job.wait()
-    judge(log, rows(log), before, during, counts, took, ports)
+    judge(log, rows(log), (before, control, during), counts, took, ports)
 
 
-def judge(log, all_rows, before, during, counts, took, ports):
+def judge(log, all_rows, marks, counts, took, ports):
+    before, control, during = marks
     wrong = [r.group(0) for r in all_rows if r.group(4) != "0" or r.group(8) != "0"]
     base = [float(r.group(3)) for r in all_rows[2:before]]
-    under = [float(r.group(3)) for r in all_rows[before:during + 1]]
+    ctl = [float(r.group(3)) for r in all_rows[before + 1:control]]
+    under = [float(r.group(3)) for r in all_rows[control + 1:during]]
     with open(log) as f:
         text = f.read()
     warns = text.count("dropped a connection")
@@ -150,11 +170,12 @@ def judge(log, all_rows, before, during, counts, took, ports):
         print(f"  {k:8} sent {counts[(k, 'sent')]:5} refused {counts[(k, 'refused')]:5} "
               f"failed {counts[(k, 'failed')]:5}")
     print(f"WARN lines about dropped connections: {warns} printed, {held} held back")
-    if base and under:
-        ratio = statistics.median(under) / statistics.median(base)
-        print(f"busbw of 1 MiB AllReduce, 4 ranks: {statistics.median(base):.3f} GB/s before, "
-              f"{statistics.median(under):.3f} GB/s under the strangers ({ratio:.2f}x; "
-              f"{len(base)} and {len(under)} cycles)")
+    if base and under and ctl:
+        b, c, u = (statistics.median(x) for x in (base, ctl, under))
+        print(f"busbw of 1 MiB AllReduce, 4 ranks (median of {len(base)}, {len(ctl)}, "
+              f"{len(under)} cycles): {b:.3f} GB/s before; {c:.3f} ({c / b:.2f}x) while the same "
+              f"traffic hits a port of the stranger's own; {u:.3f} ({u / b:.2f}x) while it hits "
+              f"the job's ports: the job's own share {u / c:.2f}x")
     problems = []
     if wrong:
         problems.append(f"wrong results: {wrong[:3]}")
