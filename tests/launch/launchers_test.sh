@@ -4,12 +4,12 @@
 # (each rank checks its sums and prints "ok"). On one host no launcher gets MASTER_ADDR or
 # MASTER_PORT from the test: Collie finds rank 0 from what the launcher sets.
 #
-#   launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts
+#   launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts|mpirun-hosts|mpiexec-hosts
 # Exit 77 (after a SKIP line) when the launcher is not installed or cannot run here.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=${1:?usage: launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts}
-CASE=${2:?usage: launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts}
+BIN=${1:?usage: launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts|mpirun-hosts|mpiexec-hosts}
+CASE=${2:?usage: launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts|mpirun-hosts|mpiexec-hosts}
 PERF="$BIN/collie-perf"
 EXAMPLE="$BIN/collie-example-c"
 PY=/usr/bin/python3
@@ -79,7 +79,59 @@ need_torchrun() {
   fi
 }
 
+# mpirun / mpiexec in host 0 of two network-namespace hosts, starting 2 ranks on each; the
+# launcher reaches host 1 through an agent called like ssh ([-x] HOST COMMAND...) that runs the
+# command in that host's namespace, as ssh would run it in a shell there.
+mpi_on_hosts() {
+  local what=$1 check=$2
+  shift 2
+  cat >"$WORK/agent.sh" <<'EOF'
+#!/bin/sh
+# ssh's options (Hydra passes -x) come before the host.
+while [ "${1#-}" != "$1" ]; do shift; done
+host=$1
+shift
+case $host in
+  10.77.0.[0-9]*) exec ip netns exec "$NETNS_TAG-h$((${host##*.} - 1))" sh -c "$*" ;;
+  *) echo "agent.sh: unknown host $host" >&2; exit 255 ;;
+esac
+EOF
+  chmod +x "$WORK/agent.sh"
+  echo "== $what on 2 hosts x 2 ranks: $*"
+  timeout 90 bash "$HERE/../netns/netns_hosts.sh" -k 2 -1 -t 60 -- "$@" >"$WORK/out" 2>"$WORK/err"
+  local rc=$?
+  [ $rc -eq 77 ] && skip "$(grep '^SKIP' "$WORK/out" | sed 's/^SKIP: //')"
+  grep -v 'collie-perf: sweep' "$WORK/out" | tail -n 12
+  [ $rc -eq 0 ] || { tail -n 30 "$WORK/err"; fail "$what on two hosts: exit status $rc"; }
+  if [ "$check" = perf ]; then
+    grep -q "Out of bounds values : 0 OK" "$WORK/out" || fail "$what on two hosts: wrong values"
+    grep -q "#  Rank  3 " "$WORK/out" || fail "$what on two hosts: rank 3 is not in the table"
+  else
+    for r in 0 1 2 3; do
+      grep -q "rank $r of 4: AllReduce sum of 4096 floats ok" "$WORK/out" ||
+        fail "$what on two hosts: rank $r of 4 did not report correct sums"
+    done
+  fi
+}
+
 case $CASE in
+  mpirun-hosts)
+    MPIRUN=/usr/bin/mpirun.openmpi
+    need $MPIRUN openmpi-bin
+    MPI_FLAGS=(--allow-run-as-root --oversubscribe --mca plm_rsh_agent "$WORK/agent.sh"
+      --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 -np 4
+      -H "10.77.0.1:2,10.77.0.2:2" -x MASTER_ADDR=10.77.0.1 -x MASTER_PORT=29500)
+    mpi_on_hosts mpirun perf $MPIRUN "${MPI_FLAGS[@]}" "$PERF" "${PERF_ARGS[@]}"
+    mpi_on_hosts mpirun example $MPIRUN "${MPI_FLAGS[@]}" "$EXAMPLE"
+    ;;
+  mpiexec-hosts)
+    MPIEXEC=/usr/bin/mpiexec.hydra
+    need $MPIEXEC mpich
+    MPI_FLAGS=(-launcher ssh -launcher-exec "$WORK/agent.sh" -iface eth0 -n 4
+      -hosts "10.77.0.1:2,10.77.0.2:2" -genv MASTER_ADDR 10.77.0.1 -genv MASTER_PORT 29500)
+    mpi_on_hosts mpiexec perf $MPIEXEC "${MPI_FLAGS[@]}" "$PERF" "${PERF_ARGS[@]}"
+    mpi_on_hosts mpiexec example $MPIEXEC "${MPI_FLAGS[@]}" "$EXAMPLE"
+    ;;
   mpirun)
     MPIRUN=/usr/bin/mpirun.openmpi
     need $MPIRUN openmpi-bin

@@ -6,7 +6,7 @@
 #
 #   netns_hosts.sh [-k HOSTS] [-m RANKS_PER_HOST] [-r RATE [-l QUEUE]] [-d DROP_PERCENT]
 #                  [-c CONGESTION] [-t SECONDS] [-p PORT] [-o LOGDIR] [-f SECONDS:SCRIPT] [-a] [-n]
-#                  -- COMMAND [ARGS...]
+#                  [-1] -- COMMAND [ARGS...]
 #
 #   -k  hosts (namespaces), default 4          -m  ranks per host, default 1
 #   -r  tbf rate of each host's link in both directions (tc syntax: 1gbit, 500mbit)
@@ -20,6 +20,9 @@
 #       in $NETNS_BR, rank r's output in $NETNS_LOGDIR/rank$r.out
 #   -a  print every rank's stdout, not only rank 0's
 #   -n  setup self-check: print the layout and exit once the hosts can reach each other
+#   -1  run COMMAND once, in host 0, with NETNS_TAG set and no rank environment (for a launcher
+#       that starts the ranks itself: host h is namespace $NETNS_TAG-h$h at 10.77.0.(h+1));
+#       its output passes through and its status is the exit status (124 on the deadline)
 #
 # Each rank sees RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR (host 0's address),
 # MASTER_PORT, COLLIE_HOSTID, COLLIE_SOCKET_IFNAME=eth0 and NETNS_HOST (its host index).
@@ -28,13 +31,13 @@
 # iproute2, tc or nft, or namespaces refused), 2 on bad usage.
 set -uo pipefail
 
-HOSTS=4 PER_HOST=1 RATE="" QUEUE=100ms DROP="" CONGESTION="" DEADLINE=120 PORT=29500 LOGDIR="" ALL_OUT=0 CHECK_ONLY=0
+HOSTS=4 PER_HOST=1 RATE="" QUEUE=100ms DROP="" CONGESTION="" DEADLINE=120 PORT=29500 LOGDIR="" ALL_OUT=0 CHECK_ONLY=0 ONCE=0
 FAULT=""
 SUBNET=10.77.0
 GRACE=10  # seconds the other ranks get to notice a failed peer before they are killed
 
 usage() {
-  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 skip() {
@@ -42,7 +45,7 @@ skip() {
   exit 77
 }
 
-while getopts ":k:m:r:l:d:c:t:p:o:f:anh" opt; do
+while getopts ":k:m:r:l:d:c:t:p:o:f:an1h" opt; do
   case $opt in
     k) HOSTS=$OPTARG ;;
     m) PER_HOST=$OPTARG ;;
@@ -56,6 +59,7 @@ while getopts ":k:m:r:l:d:c:t:p:o:f:anh" opt; do
     f) FAULT=$OPTARG ;;
     a) ALL_OUT=1 ;;
     n) CHECK_ONLY=1 ;;
+    1) ONCE=1 ;;
     *) usage ;;
   esac
 done
@@ -165,6 +169,14 @@ done
 if [ $CHECK_ONLY -eq 1 ]; then
   echo "netns_hosts: $HOSTS hosts ($TAG-h0..h$((HOSTS - 1))) on $SUBNET.0/24 rate=${RATE:-none} drop=${DROP:-0}%"
   exit 0
+fi
+
+if [ $ONCE -eq 1 ]; then
+  # In the background so the EXIT trap (which kills by namespace) still runs on a signal.
+  NETNS_TAG=$TAG timeout -k 5 "$DEADLINE" ip netns exec "$(hostns 0)" "$@" </dev/null &
+  PIDS+=($!)
+  wait $!
+  exit $?
 fi
 
 WORLD=$((HOSTS * PER_HOST))

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -111,6 +113,33 @@ TEST(LaunchEnv, HydraOnOneHostNeedsItsProxyAndSaysGenvOtherwise) {
   auto withMaster = bootstrapFromEnv();
   ASSERT_TRUE(withMaster.isOk()) << withMaster.status().message();
   EXPECT_EQ(withMaster.value().storeAddr.port(), 29999);
+}
+
+TEST(LaunchEnv, HydraAcrossHostsLeavesTheProxyOutOfTheSecret) {
+  // Each host's ranks talk to their own proxy: with MASTER_ADDR set, a rank whose PMI_FD names a
+  // proxy (here this process) must derive the secret of a rank that names none.
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  std::map<std::string, std::string> vars = {{"PMI_RANK", "0"},
+                                             {"PMI_SIZE", "4"},
+                                             {"MPI_LOCALNRANKS", "2"},
+                                             {"MASTER_ADDR", "127.0.0.1"},
+                                             {"MASTER_PORT", "29999"}};
+  uint64_t withoutProxy = 0;
+  {
+    LauncherVars v(vars);
+    auto b = bootstrapFromEnv();
+    ASSERT_TRUE(b.isOk()) << b.status().message();
+    withoutProxy = b.value().auth.commId;
+  }
+  vars["PMI_FD"] = std::to_string(sv[0]);
+  LauncherVars v(vars);
+  EXPECT_EQ(detectLaunchEnv().job, "hydra/" + std::to_string(getpid()));
+  auto b = bootstrapFromEnv();
+  ASSERT_TRUE(b.isOk()) << b.status().message();
+  EXPECT_EQ(b.value().auth.commId, withoutProxy);
+  close(sv[0]);
+  close(sv[1]);
 }
 
 TEST(LaunchEnv, TorchrunAgentStoreGivesAFreshKeyPerRunRestartAndInit) {

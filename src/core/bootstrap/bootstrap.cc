@@ -230,7 +230,9 @@ StatusOr<BootstrapInfo> bootstrapFromEnv() {
   // The secret: COLLIE_SECRET when the launcher made one (collie-run does), else derived from
   // what every rank of this job shares — enough to turn away strangers and other jobs.
   if (const char* s = firstEnv({"COLLIE_SECRET"}, nullptr)) basis += "/secret=" + std::string(s);
-  if (!le.job.empty()) basis += "/job=" + le.job;
+  // A per-host job id would give each host its own secret once the ranks span hosts.
+  if (!le.job.empty() && !(le.jobPerHost && firstEnv({"MASTER_ADDR"}, nullptr) != nullptr))
+    basis += "/job=" + le.job;
   uint64_t h1 = fnv1a(basis), h2 = fnv1a(basis, h1 ^ 0x9e3779b97f4a7c15ULL);
   memcpy(b.auth.secret, &h1, 8);
   memcpy(b.auth.secret + 8, &h2, 8);

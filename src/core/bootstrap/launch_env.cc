@@ -85,6 +85,7 @@ LaunchEnv detectLaunchEnv() {
         "<port>";
     e.localSize = envInt("MPI_LOCALNRANKS");
     e.job = hydraJob();
+    e.jobPerHost = true;
     return e;
   }
   if (env("SLURM_PROCID") != nullptr) return slurm();

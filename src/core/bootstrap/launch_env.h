@@ -12,6 +12,8 @@ struct LaunchEnv {
   int localSize = -1;    // ranks of the job on this host; -1 where the launcher does not say
   std::string job;       // unique per running job and step; empty where the launcher gives none
   std::string hint;      // how to set MASTER_ADDR and MASTER_PORT under this launcher
+  // The job id differs between hosts (Hydra's proxy), so it only names the job on one host.
+  bool jobPerHost = false;
   // torchrun (static rendezvous) serves its own TCPStore on MASTER_PORT.
   bool agentStore = false;
 };
