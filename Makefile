@@ -76,7 +76,9 @@ bench-torch:
 # counted (tests/chaos/chaos.py); CHAOS_ARGS pass through.
 TRIALS ?= 1000
 CHAOS_ARGS ?=
-chaos: build
+chaos:
+	@bash tools/install_deps.sh $(BUILD_PACKAGES) python3
+	$(MAKE) build
 	python3 tests/chaos/chaos.py --bin $(BUILD)/bin --trials $(TRIALS) $(CHAOS_ARGS)
 
 # The soak: SOAK_CALLS random calls (every collective, size up to 16 MiB, dtype, op,
@@ -94,7 +96,9 @@ soak: deps
 # Strangers under load: 10,000 connections (500 a second) of garbage, wrong secrets, replayed
 # and half hellos to the job's ports while 4 ranks run checked AllReduces; prints the job's
 # bus bandwidth before and during them.
-strangers: build
+strangers:
+	@bash tools/install_deps.sh $(BUILD_PACKAGES) python3 iproute2 procps
+	$(MAKE) build
 	python3 tests/chaos/strangers.py --bin $(BUILD)/bin --total 10000 --rate 500
 
 # Google Benchmark micro-benchmarks: reduction kernels vs memcpy, frame encode/decode, shm and
