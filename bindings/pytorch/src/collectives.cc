@@ -39,8 +39,7 @@ void ProcessGroupCollie::allreduceInPlace(const at::Tensor& t, const c10d::Reduc
     return;
   }
   void* p = t.data_ptr();
-  check(collieAllReduce(p, p, t.numel(), collieType(t, name), red.op(), comm_, nullptr), comm_,
-        name);
+  check(collieAllReduce(p, p, t.numel(), red.type(), red.op(), comm_, nullptr), comm_, name);
 }
 
 WorkPtr ProcessGroupCollie::allreduce(std::vector<at::Tensor>& tensors,
@@ -58,8 +57,8 @@ WorkPtr ProcessGroupCollie::allreduce_coalesced(std::vector<at::Tensor>& tensors
 WorkPtr ProcessGroupCollie::reduce(std::vector<at::Tensor>& tensors,
                                    const c10d::ReduceOptions& opts) {
   const at::Tensor& t = one(tensors, "reduce");
-  collieDataType_t type = collieType(t, "reduce");
   Reduction red(opts.reduceOp, t, comm_, "reduce");
+  const collieDataType_t type = red.type();
   bool root = getRank() == opts.rootRank;
   if (red.bitwise()) {
     at::Tensor rows = root ? at::empty({getSize(), t.numel()}, t.options()) : at::Tensor();
@@ -199,8 +198,8 @@ WorkPtr ProcessGroupCollie::_reduce_scatter_base(at::Tensor& output, at::Tensor&
 
 void ProcessGroupCollie::reduceScatter(const at::Tensor& in, const at::Tensor& out,
                                        const c10d::ReduceOp& reduceOp, const char* name) {
-  collieDataType_t type = collieType(out, name);
   Reduction red(reduceOp, out, comm_, name);
+  const collieDataType_t type = red.type();
   if (!red.bitwise()) {
     check(collieReduceScatter(in.data_ptr(), out.data_ptr(), out.numel(), type, red.op(), comm_,
                               nullptr),

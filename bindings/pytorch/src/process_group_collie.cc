@@ -148,7 +148,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::send(std::vector<at::Tensor>&
   TORCH_CHECK(tensors.size() == 1, "collie send: expects one tensor, got ", tensors.size());
   const at::Tensor& t = tensors[0];
   collieDataType_t type = collieType(t, "send");
-  collie::Communicator& c = p2p_.valid() ? p2p_ : world_;
+  collie::Communicator& c = p2pComm();
   collie::Work op = c.sendAsync(t.data_ptr(), t.numel(), type, dst, tag);
   return postP2p(c10d::OpType::SEND, t, std::move(op), "send", dst, tag);
 }
@@ -158,7 +158,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::recv(std::vector<at::Tensor>&
   TORCH_CHECK(tensors.size() == 1, "collie recv: expects one tensor, got ", tensors.size());
   const at::Tensor& t = tensors[0];
   collieDataType_t type = collieType(t, "recv");
-  collie::Communicator& c = p2p_.valid() ? p2p_ : world_;
+  collie::Communicator& c = p2pComm();
   collie::Work op = c.recvAsync(t.data_ptr(), t.numel(), type, src, tag);
   return postP2p(c10d::OpType::RECV, t, std::move(op), "recv", src, tag);
 }
@@ -169,7 +169,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollie::recvAnysource(std::vector<at:
   TORCH_CHECK(tensors.size() == 1, "collie recv: expects one tensor, got ", tensors.size());
   const at::Tensor& t = tensors[0];
   collieDataType_t type = collieType(t, "recv");
-  collie::Communicator& c = p2p_.valid() ? p2p_ : world_;
+  collie::Communicator& c = p2pComm();
   int peer = -1;
   check(collieRecvAny(t.data_ptr(), t.numel(), type, tag, &peer, c.handle(), nullptr), c.handle(),
         "recv from any source");

@@ -115,6 +115,8 @@ class ProcessGroupCollie : public BackendBase {
   // monitoredBarrier's two sides.
   void reportToRoot(std::chrono::milliseconds timeout);
   void releaseFromRoot(std::chrono::milliseconds timeout, bool waitAllRanks);
+  // Where sends and receives go: the split communicator, or the group's where there is none.
+  collie::Communicator& p2pComm() { return p2p_.valid() ? p2p_ : world_; }
   c10::intrusive_ptr<c10d::Work> postP2p(c10d::OpType type, const at::Tensor& t, collie::Work op,
                                          const char* what, int peer, int tag);
 

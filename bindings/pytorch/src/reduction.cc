@@ -45,8 +45,7 @@ collieRedOp_t builtIn(c10d::ReduceOp::RedOpType kind, const at::Tensor& t, const
 
 Reduction::Reduction(const c10d::ReduceOp& op, const at::Tensor& t, collieComm_t comm,
                      const char* name)
-    : kind_(static_cast<c10d::ReduceOp::RedOpType>(op)), comm_(comm) {
-  collieType(t, name);
+    : kind_(static_cast<c10d::ReduceOp::RedOpType>(op)), comm_(comm), type_(collieType(t, name)) {
   if (isBitwise(kind_) && !(t.scalar_type() == at::kBool && kind_ != c10d::ReduceOp::BXOR)) {
     TORCH_CHECK(at::isIntegralType(t.scalar_type(), /*includeBool=*/true), "collie ", name,
                 ": BAND, BOR and BXOR take integer or bool tensors, got ", t.scalar_type());
@@ -77,8 +76,8 @@ collieRedOp_t Reduction::premulSum(const c10d::ReduceOp& op, const at::Tensor& t
     scalar.fill_(f.reshape({}));
   }
   collieRedOp_t made;
-  collieResult_t r = collieRedOpCreatePreMulSum(&made, scalar.data_ptr(), collieType(t, name),
-                                                collieScalarHostImmediate, comm_);
+  collieResult_t r =
+      collieRedOpCreatePreMulSum(&made, scalar.data_ptr(), type_, collieScalarHostImmediate, comm_);
   TORCH_CHECK(r == collieSuccess, "collie ", name, ": PREMUL_SUM: ", collieGetLastError(comm_));
   made_ = true;
   return made;

@@ -20,6 +20,7 @@ class Reduction {
   // BAND, BOR and BXOR on integers (and BXOR on bool): the caller gathers, then folds.
   bool bitwise() const { return bitwise_; }
   collieRedOp_t op() const { return op_; }
+  collieDataType_t type() const { return type_; }  // the tensor's, checked once
   // The fold of stacked's rows (one per rank, in rank order) by the bitwise op.
   at::Tensor fold(const at::Tensor& stacked) const;
 
@@ -28,6 +29,7 @@ class Reduction {
 
   c10d::ReduceOp::RedOpType kind_;
   collieComm_t comm_;
+  collieDataType_t type_;
   collieRedOp_t op_ = collieSum;
   bool bitwise_ = false;
   bool made_ = false;  // op_ is a PreMulSum this object destroys
