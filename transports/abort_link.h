@@ -21,9 +21,10 @@ class AbortLink {
   virtual bool sendsQueued() const { return false; }
   // After this rank failed an op and sent its abort: reads on from the peer without blocking,
   // dropping its data, and says whether the peer has spoken since the op began to fail: its
-  // abort, a close or a lost link (kHeard), nothing yet (kNothing), or that this transport
-  // cannot tell (kUnknown). The connection is of no further use for data.
-  enum class Word { kNothing, kHeard, kUnknown };
+  // abort (kHeard), nothing yet (kNothing), a close, reset or timeout of the link with no
+  // word before it (kLost: the peer is dead or cut off), or that this transport cannot tell
+  // (kUnknown). The connection is of no further use for data.
+  enum class Word { kNothing, kHeard, kLost, kUnknown };
   virtual Word listenAfterFailure() { return Word::kUnknown; }
   // The peer closed its end (it destroyed its communicator, or exited): nothing more comes.
   virtual bool peerClosed() const { return false; }

@@ -133,11 +133,12 @@ StreamConnection::Word StreamConnection::listenAfterFailure() {
     if (abortSent_)
       for (auto& s : socks_)
         if (!s.eof) pushAbort(s, Deadline::afterMs(0));
-    return Word::kHeard;
+    return lostLink_ ? Word::kLost : Word::kHeard;
   }
   if (!listening_) dropPosted();
+  // A stream that ended or broke with no abort before it is a lost link, not the peer's word.
   for (auto& s : socks_)
-    if (heardOn(s)) return Word::kHeard;
+    if (heardOn(s)) return lostLink_ || failed_.isOk() ? Word::kLost : Word::kHeard;
   return Word::kNothing;
 }
 
@@ -197,7 +198,7 @@ bool StreamConnection::heardOn(Sock& s) {
   }
   if (r == -ESHUTDOWN) {
     s.eof = true;
-    fail(remoteError("lost peer rank " + std::to_string(peer_) + ": connection closed"));
+    failLost(remoteError("lost peer rank " + std::to_string(peer_) + ": connection closed"));
     return true;
   }
   if (r < 0) lost("receive failed", r);

@@ -94,6 +94,11 @@ Status StreamConnection::fail(Status st) {
   return failed_;
 }
 
+Status StreamConnection::failLost(Status st) {
+  if (failed_.isOk()) lostLink_ = true;
+  return fail(std::move(st));
+}
+
 Status StreamConnection::progressSend(Sock& s, bool* progressed) {
   while (!s.sends.empty()) {
     SendItem& it = s.sends.front();
@@ -141,9 +146,9 @@ Status StreamConnection::lost(const char* what, ssize_t err) {
     ssize_t r = 0;
     if (!s.eof && readHeader(s, &r) && abortHeader(s.hdr)) return readAbort(s);
   }
-  return fail(remoteError("lost peer rank " + std::to_string(peer_) + ": " + what + " (" +
-                          strerror(static_cast<int>(-err)) +
-                          "; the peer process died or the link is down)"));
+  return failLost(remoteError("lost peer rank " + std::to_string(peer_) + ": " + what + " (" +
+                              strerror(static_cast<int>(-err)) +
+                              "; the peer process died or the link is down)"));
 }
 
 bool StreamConnection::readHeader(Sock& s, ssize_t* r) {
@@ -164,9 +169,10 @@ Status StreamConnection::eofError(Sock& s) {
   const bool allEnded =
       std::all_of(socks_.begin(), socks_.end(), [](const Sock& o) { return o.eof; });
   if (s.recvs.empty() && s.hdrGot == 0 && (!anyP2PWaiting() || !allEnded)) return Status::ok();
-  return fail(remoteError("lost peer rank " + std::to_string(peer_) +
-                          ": connection closed (the peer destroyed its communicator, exited or was "
-                          "killed)"));
+  return failLost(
+      remoteError("lost peer rank " + std::to_string(peer_) +
+                  ": connection closed (the peer destroyed its communicator, exited or was "
+                  "killed)"));
 }
 
 Status StreamConnection::readSmallFrame(Sock& s, bool* progressed, bool* done) {
@@ -272,8 +278,8 @@ Status StreamConnection::readUpTo(Sock& s, char* dst, size_t len, size_t* got, b
     if (r == 0) return Status::ok();
     if (r == -ESHUTDOWN) {
       s.eof = true;
-      return fail(remoteError("lost peer rank " + std::to_string(peer_) +
-                              ": connection closed mid-frame (the peer process died)"));
+      return failLost(remoteError("lost peer rank " + std::to_string(peer_) +
+                                  ": connection closed mid-frame (the peer process died)"));
     }
     if (r < 0) return lost("receive failed", r);
     *progressed = true;

@@ -193,6 +193,9 @@ class StreamConnection : public Connection {
   Status lost(const char* what, ssize_t err);
   Status eofError(Sock& s);
   Status fail(Status st);
+  // fail() for a stream that closed or broke with no abort before it (listenAfterFailure's
+  // kLost).
+  Status failLost(Status st);
   void completePart(Request* req);
 
   // The failure protocol (stream_abort.cc).
@@ -221,6 +224,7 @@ class StreamConnection : public Connection {
   LanePullFn pull_;
   unsigned rounds_ = 0;  // progress() calls: every kFullRound-th reads the idle sockets too
   Status failed_;
+  bool lostLink_ = false;   // failed_ is the link's loss, not the peer's word
   bool aborted_ = false;    // the peer sent us an abort
   bool abortSent_ = false;  // we sent the peer one
   bool listening_ = false;  // listenAfterFailure() has dropped what was posted

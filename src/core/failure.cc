@@ -52,12 +52,14 @@ FailureProtocol::Hearing FailureProtocol::listen(bool forWord) {
   Hearing h;
   for (;;) {
     h.silent.clear();
+    h.lost.clear();
     h.told = 0;
     bool owed = false;  // this rank's abort, not all gone to a peer that waits for it
     for (AbortLink* c : peers_) {
       const AbortLink::Word w = c->listenAfterFailure();
       if (w != AbortLink::Word::kUnknown) ++h.told;
       if (w == AbortLink::Word::kNothing) h.silent.push_back(c->peer());
+      if (w == AbortLink::Word::kLost) h.lost.push_back(c->peer());
       if (c->abortPending() && (!forWord || w == AbortLink::Word::kHeard)) owed = true;
     }
     if (((!forWord || h.silent.empty()) && !owed) || grace.expired()) return h;
@@ -70,25 +72,44 @@ FailureProtocol::Hearing FailureProtocol::listen(bool forWord) {
   }
 }
 
+namespace {
+
+// "peer rank 3" or "peer ranks 1, 2 and 7 more".
+std::string peerList(const std::vector<int>& ranks) {
+  std::string names;
+  constexpr size_t kListed = 8;
+  for (size_t i = 0; i < ranks.size() && i < kListed; ++i)
+    names += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > kListed) names += " and " + std::to_string(ranks.size() - kListed) + " more";
+  return (ranks.size() == 1 ? "peer rank " : "peer ranks ") + names;
+}
+
+}  // namespace
+
 std::string FailureProtocol::silentPeers() {
   const Hearing h = listen(/*forWord=*/true);
   if (h.cutShort)
     return "; the listening for the peers' word after this failure was cut short by "
            "collieCommAbort";
+  std::string out;
   const std::vector<int>& silent = h.silent;
-  if (silent.empty()) return "";
-  std::string names;
-  constexpr size_t kListed = 8;
-  for (size_t i = 0; i < silent.size() && i < kListed; ++i)
-    names += (i ? ", " : "") + std::to_string(silent[i]);
-  if (silent.size() > kListed) names += " and " + std::to_string(silent.size() - kListed) + " more";
-  const bool one = silent.size() == 1;
-  std::string out = std::string("; after this failure ") + (one ? "peer rank " : "peer ranks ") +
-                    names + " sent no word in " + std::to_string(graceMs()) + " ms";
-  if (silent.size() < h.told)
-    out += std::string(", while every other peer reported its failure: ") +
-           (one ? "that rank is the one" : "those ranks are the ones") + " stuck";
-  return out + " (stopped, hung, or not calling this op)";
+  if (!silent.empty()) {
+    const bool one = silent.size() == 1;
+    out = "; after this failure " + peerList(silent) + " sent no word in " +
+          std::to_string(graceMs()) + " ms";
+    // Only when every other peer spoke is a silent one surely the stuck one, not cut off.
+    if (h.lost.empty() && silent.size() < h.told)
+      out += std::string(", while every other peer reported its failure: ") +
+             (one ? "that rank is the one" : "those ranks are the ones") + " stuck";
+    out += " (stopped, hung, or not calling this op)";
+  }
+  // A link that timed out or reset while this rank waited on another peer names a peer that
+  // is dead or cut off: it may be the cause, though it said nothing.
+  if (!h.lost.empty())
+    out += (h.lost.size() == 1 ? "; the connection to " : "; the connections to ") +
+           peerList(h.lost) + (h.lost.size() == 1 ? " was" : " were") +
+           " lost meanwhile (closed, reset or timed out: dead, exited or cut off)";
+  return out;
 }
 
 Status FailureProtocol::failedError() {

@@ -34,14 +34,15 @@ class FailureProtocol {
   // What a failed op hears in its grace.
   struct Hearing {
     std::vector<int> silent;  // peers that said nothing
+    std::vector<int> lost;    // peers whose link closed or broke with no word
     size_t told = 0;          // peers whose transport can tell whether they spoke
     bool cutShort = false;    // collieCommAbort ended it
   };
   // Listens to every peer and pushes what is left of this rank's abort, until it has gone to
   // every peer (forWord: and every peer has spoken), or the grace ends, or abort comes.
   Hearing listen(bool forWord);
-  // After a failure a stuck peer may have caused: the peers silent through the grace ("" when
-  // none is silent or none can tell).
+  // After a failure a stuck peer may have caused: the peers silent through the grace and those
+  // whose links were lost ("" when there are none or none can tell).
   std::string silentPeers();
   int64_t graceMs() const;
   void record(const Status& s, const Status& replaces);

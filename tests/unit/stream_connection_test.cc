@@ -32,6 +32,8 @@ class ScriptedStream : public ByteStream {
   }
   // From now on a write fails with -err (the peer is gone).
   void failWrites(int err) { writeErr_ = -err; }
+  // Once the queued bytes are read, reads fail with -err (the link reset or timed out).
+  void failReads(int err) { readErr_ = -err; }
   // From now on writes take at most n more bytes (-1: all they are given).
   void takeWrites(ssize_t n) { room_ = n; }
   const std::string& written() const { return out_; }
@@ -49,6 +51,7 @@ class ScriptedStream : public ByteStream {
   }
   ssize_t read(void* buf, size_t n) override {
     ++*reads_;
+    if (at_ == in_.size() && readErr_ != 0) return readErr_;
     const size_t take = std::min(n, in_.size() - at_);
     if (take > 0) memcpy(buf, in_.data() + at_, take);
     at_ += take;
@@ -60,6 +63,7 @@ class ScriptedStream : public ByteStream {
  private:
   int* reads_;
   ssize_t writeErr_ = 0;
+  ssize_t readErr_ = 0;
   ssize_t room_ = -1;
   std::string out_;
   std::vector<char> in_;
@@ -206,6 +210,31 @@ TEST(StreamConnection, ListeningAfterAFailureTakesAGarbledFrameAsAWord) {
   EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kHeard);
   bool progressed = false;
   EXPECT_FALSE(conn.progress(&progressed).isOk());
+}
+
+// A link that times out while this rank listens is no word from the peer: it is lost (dead or
+// cut off), and named so, not taken as the peer's report. An abort read first stays the word.
+TEST(StreamConnection, ALinkLostWhileListeningIsLostNotHeard) {
+  int reads = 0;
+  auto owned = std::make_unique<ScriptedStream>(&reads);
+  ScriptedStream* stream = owned.get();
+  std::vector<std::unique_ptr<ByteStream>> streams;
+  streams.push_back(std::move(owned));
+  StreamConnection conn(1, kComm, std::move(streams), StreamOptions{});
+  EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kNothing);
+  stream->failReads(ETIMEDOUT);
+  EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kLost);
+  EXPECT_EQ(conn.listenAfterFailure(), Connection::Word::kLost);
+
+  int reads2 = 0;
+  auto owned2 = std::make_unique<ScriptedStream>(&reads2);
+  owned2->queueAbort(kComm, "rank 1: timed out waiting for peer rank 2");
+  owned2->failReads(ECONNRESET);
+  std::vector<std::unique_ptr<ByteStream>> streams2;
+  streams2.push_back(std::move(owned2));
+  StreamConnection told(1, kComm, std::move(streams2), StreamOptions{});
+  EXPECT_EQ(told.listenAfterFailure(), Connection::Word::kHeard);
+  EXPECT_EQ(told.listenAfterFailure(), Connection::Word::kHeard);
 }
 
 // Two connections joined back to back: what one writes, the other reads.
