@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
@@ -55,6 +56,18 @@ void exerciseStore(Store& s) {
 TEST(HashStore, SetGetAddWait) {
   HashStore s;
   exerciseStore(s);
+}
+
+// A counter past int64 is an error, not a wrapped (undefined) value; the counter keeps its value.
+TEST(HashStore, AddPastInt64IsAnError) {
+  HashStore s;
+  ASSERT_TRUE(s.add("c", INT64_MAX - 1).isOk());
+  auto r = s.add("c", 2);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("overflows the counter 'c'"), std::string::npos);
+  auto v = s.add("c", 0);
+  ASSERT_TRUE(v.isOk());
+  EXPECT_EQ(v.value(), INT64_MAX - 1);
 }
 
 TEST(TcpStore, SetGetAddWait) {

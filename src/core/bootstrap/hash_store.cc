@@ -25,7 +25,9 @@ StatusOr<std::string> HashStore::get(const std::string& key, const Deadline& dea
 StatusOr<int64_t> HashStore::add(const std::string& key, int64_t delta) {
   std::lock_guard<std::mutex> l(mu_);
   int64_t v = data_.count(key) ? strtoll(data_[key].c_str(), nullptr, 10) : 0;
-  v += delta;
+  // As the store server: a counter past int64 has no value to answer with.
+  if (__builtin_add_overflow(v, delta, &v))
+    return invalidArgument("store add overflows the counter '" + key.substr(0, 64) + "'");
   data_[key] = std::to_string(v);
   cv_.notify_all();
   return v;
