@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The chaos campaign: trials of 2-8 real ranks (collie-chaos-rank) that run a random mix of
-collectives and point-to-point calls over tcp, shm or ucx while one fault strikes at a random
-call: SIGKILL of one or two ranks, SIGSTOP of one (continued before the deadline, or after it),
+collectives and point-to-point calls over tcp, shm, ucx or mixed hosts (two network-namespace
+hosts, tests/netns/netns_hosts.sh: shm between the ranks of a host, tcp between hosts) while one
+fault strikes at a random call: SIGKILL of one or two ranks, SIGSTOP of one (continued before the deadline, or after it),
 a rank that destroys its communicator early, or none. Each trial is judged:
 
   hang          a survivor still running past fault + deadline + grace + 2 s
@@ -16,7 +17,10 @@ a rank that destroys its communicator early, or none. Each trial is judged:
 
 Prints a table of the trials and the counts; exits 1 if any count is not 0.
 
-  tests/chaos/chaos.py --bin build/bin [--trials 20] [--seed S] [--transports tcp,shm,ucx]
+  tests/chaos/chaos.py --bin build/bin [--trials 20] [--seed S] [--transports tcp,shm,ucx,hosts]
+
+With hosts among the transports the driver runs itself again inside host 0 of two such hosts
+(root, iproute2 and nftables needed; exit 77 where they are missing).
 """
 import argparse
 import os
@@ -29,6 +33,8 @@ import sys
 import tempfile
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+NETNS_HOSTS = os.path.join(HERE, "..", "netns", "netns_hosts.sh")
 DEADLINE_MS = 3000
 GRACE_S = 2.0
 PROBLEMS = ["hang", "early exit 0", "unnamed", "not finished", "wrong", "crash", "leaked shm",
@@ -70,13 +76,36 @@ class Trial:
         self.seed = rng.randrange(1 << 40)
         self.at_call = rng.randrange(args.ops // 2)
         self.delay = rng.uniform(0, 0.005)
+        # Mixed hosts: rank 0 on host 0 (where the driver runs), every other rank on either,
+        # both hosts used.
+        self.hostof = [0] * self.n
+        if self.transport == "hosts":
+            self.hostof = [0] + [rng.randrange(2) for _ in range(self.n - 1)]
+            if 1 not in self.hostof:
+                self.hostof[rng.randrange(1, self.n)] = 1
         self.cont_after = (rng.uniform(0.05, 0.4 * DEADLINE_MS / 1000) if self.fault == "stop-short"
                            else DEADLINE_MS / 1000 + GRACE_S + 1)
         self.problems = []
 
     def describe(self):
-        return (f"{self.n} ranks {self.transport:4} {self.fault:10} victims {self.victims} at "
+        where = self.transport
+        if self.transport == "hosts":
+            where += " " + "".join(str(h) for h in self.hostof)
+        return (f"{self.n} ranks {where:5} {self.fault:10} victims {self.victims} at "
                 f"call {self.at_call} seed {self.seed}")
+
+    def placed(self, r, cmd, env):
+        """Rank r's command and environment: on its network-namespace host for mixed hosts."""
+        if self.transport != "hosts":
+            return cmd, dict(env, COLLIE_TRANSPORT=self.transport)
+        tag = os.environ["NETNS_TAG"]
+        h = self.hostof[r]
+        env = dict(env, MASTER_ADDR="10.77.0.1", COLLIE_SOCKET_IFNAME="eth0",
+                   LOCAL_RANK=str(self.hostof[:r].count(h)),
+                   LOCAL_WORLD_SIZE=str(self.hostof.count(h)))
+        env.pop("COLLIE_TRANSPORT", None)
+        # ip netns exec execs the rank itself: its pid is the rank's, for the signals.
+        return ["ip", "netns", "exec", f"{tag}-h{h}"] + cmd, env
 
     def start(self, workdir):
         port = free_port()
@@ -88,8 +117,8 @@ class Trial:
                 cmd += ["--destroy-at", str(self.at_call)]
             env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(self.n), LOCAL_RANK=str(r),
                        LOCAL_WORLD_SIZE=str(self.n), MASTER_ADDR="127.0.0.1",
-                       MASTER_PORT=str(port), COLLIE_TIMEOUT_MS=str(DEADLINE_MS),
-                       COLLIE_TRANSPORT=self.transport)
+                       MASTER_PORT=str(port), COLLIE_TIMEOUT_MS=str(DEADLINE_MS))
+            cmd, env = self.placed(r, cmd, env)
             out = open(os.path.join(workdir, f"{r}.out"), "w+")
             err = open(os.path.join(workdir, f"{r}.err"), "w+")
             self.logs.append((out, err))
@@ -205,13 +234,17 @@ def main():
     p.add_argument("--seed", type=int, default=int(time.time()))
     p.add_argument("--ops", type=int, default=200, help="calls per trial")
     p.add_argument("--max-bytes", type=int, default=1 << 20)
-    p.add_argument("--transports", default="tcp,shm,ucx")
+    p.add_argument("--transports", default="tcp,shm,ucx,hosts")
     p.add_argument("--faults", default=",".join(FAULTS), help="the faults to draw from")
     p.add_argument("--job-limit", type=float, default=60, help="seconds a job may take")
     p.add_argument("--keep", help="keep each failed trial's logs under this directory")
     args = p.parse_args()
     args.transports = args.transports.split(",")
     args.faults = args.faults.split(",")
+    if "hosts" in args.transports and "NETNS_TAG" not in os.environ:
+        # Again, inside host 0 of two hosts that netns_hosts.sh makes and removes.
+        os.execvp("bash", ["bash", NETNS_HOSTS, "-k", "2", "-1", "-t", "86400", "--",
+                           sys.executable, os.path.abspath(__file__)] + sys.argv[1:])
     rng = random.Random(args.seed)
     print(f"chaos: {args.trials} trials, seed {args.seed}, {args.ops} calls of up to "
           f"{args.max_bytes} B each, deadline {DEADLINE_MS} ms")

@@ -152,7 +152,12 @@ int main(int argc, char** argv) {
       for (;;) pause();
     }
     const int code = runCall(calls, call, i, o, comm);
-    if (code >= 0) return code;
+    if (code >= 0) {
+      // As a program should: destroying the failed communicator lets the peers read this
+      // rank's abort before the connections close (an exit alone may reset them unread).
+      collieCommDestroy(comm);
+      return code;
+    }
     if (i + 1 == o.soakFrom) after = resources();
     if (o.quiet && (i + 1) % std::max(1, o.ops / 10) == 0)
       say(std::to_string(i + 1) + " of " + std::to_string(o.ops) + " calls done");
