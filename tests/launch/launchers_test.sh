@@ -2,14 +2,17 @@
 # Real launchers starting real Collie programs that check their results: collie-perf -c 1 (every
 # element compared with the expected sum; "Out of bounds values : 0 OK") and the C example
 # (each rank checks its sums and prints "ok"). On one host no launcher gets MASTER_ADDR or
-# MASTER_PORT from the test: Collie finds rank 0 from what the launcher sets.
+# MASTER_PORT from the test: Collie finds rank 0 from what the launcher sets. Across hosts (the
+# -hosts cases, on tests/netns/netns_hosts.sh hosts) each runs the README's command for it.
 #
-#   launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts|mpirun-hosts|mpiexec-hosts
+#   launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts|mpirun-hosts|
+#                             mpiexec-hosts|srun-hosts
 # Exit 77 (after a SKIP line) when the launcher is not installed or cannot run here.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=${1:?usage: launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts|mpirun-hosts|mpiexec-hosts}
-CASE=${2:?usage: launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts|mpirun-hosts|mpiexec-hosts}
+USAGE="usage: launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts|mpirun-hosts|mpiexec-hosts|srun-hosts"
+BIN=${1:?$USAGE}
+CASE=${2:?$USAGE}
 PERF="$BIN/collie-perf"
 EXAMPLE="$BIN/collie-example-c"
 PY=/usr/bin/python3
@@ -68,6 +71,13 @@ check_example() {
     grep -q "rank $r of $n: AllReduce sum of 4096 floats ok" "$WORK/out" ||
       fail "$what: rank $r did not report correct sums"
   done
+}
+
+# Two ranks on each of the named hosts host0 and host1 (netns_hosts.sh -u), as collie-perf's
+# table lists them ("#  Rank  2 Group  0 Pid  1234 on      host1 device host").
+two_per_host() {
+  [ "$(grep -c '#  Rank  [0-3] .* on *host0 ' "$1")" -eq 2 ] &&
+    [ "$(grep -c '#  Rank  [0-3] .* on *host1 ' "$1")" -eq 2 ]
 }
 
 # torchrun as Debian 12 ships it (torch 1.13 on Python 3.11): --redirects and --tee other than
@@ -166,6 +176,28 @@ case $CASE in
     srun -n 2 -O "$EXAMPLE" >"$WORK/b" 2>&1 || fail "the second of two concurrent steps: $(cat "$WORK/b")"
     wait $a || fail "the first of two concurrent steps: $(cat "$WORK/a")"
     ;;
+  srun-hosts)
+    # Two Slurm nodes, each slurmd in its own network-namespace host under its own name, and the
+    # job as the README says: MASTER_ADDR from the allocation's first node, then srun -N 2 -n 4.
+    if [ "${3:-}" != in-host0 ]; then
+      # The case runs again in host 0 of two hosts; netns_hosts.sh ends all that is left.
+      timeout 200 bash "$HERE/../netns/netns_hosts.sh" -k 2 -u -1 -t 180 -- \
+        bash "$0" "$BIN" srun-hosts in-host0
+      rc=$?
+      [ $rc -eq 0 ] || [ $rc -eq 77 ] || fail "srun on two nodes: exit status $rc"
+      exit $rc
+    fi
+    # shellcheck source=slurm_lib.sh
+    source "$HERE/slurm_lib.sh"
+    CLEANUP+=("slurm_stop")
+    slurm_start_hosts "$WORK/slurm" 2 || exit $?
+    # shellcheck disable=SC2016 # expanded in the allocation
+    JOB='export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) MASTER_PORT=29500
+srun -N 2 -n 4 "$@"'
+    check_perf "srun on 2 nodes" salloc -N 2 -n 4 bash -c "$JOB" job "$PERF" "${PERF_ARGS[@]}"
+    two_per_host "$WORK/out" || fail "srun on two nodes: not two ranks on each node"
+    check_example "srun on 2 nodes" 4 salloc -N 2 -n 4 bash -c "$JOB" job "$EXAMPLE"
+    ;;
   torchrun)
     need_torchrun
     check_perf "torchrun static" "${TORCHRUN[@]}" --nproc_per_node 3 --no_python \
@@ -177,34 +209,50 @@ case $CASE in
       --rdzv_backend c10d --rdzv_endpoint 127.0.0.1:0 --no_python "$EXAMPLE"
     ;;
   torchrun-hosts)
-    # Two network-namespace hosts, one torchrun agent on each (static rendezvous, two ranks per
-    # host), exactly as the README gives the command for two machines.
+    # Two network-namespace hosts, one torchrun agent on each, two ranks per host, exactly as
+    # the README gives the commands for two machines: the static rendezvous, then c10d. Under
+    # c10d the agents advertise their host's name, so there each host has its own (-u).
     need_torchrun
     cat >"$WORK/node.sh" <<EOF
 #!/usr/bin/env bash
 unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE
 addr=\$MASTER_ADDR
 unset MASTER_ADDR MASTER_PORT
-exec ${TORCHRUN[*]} --nnodes 2 --node_rank \$NETNS_HOST --master_addr \$addr \
-  --master_port 29500 --nproc_per_node 2 --no_python "\$@"
+if [ "\$1" = static ]; then
+  shift
+  exec ${TORCHRUN[*]} --nnodes 2 --node_rank \$NETNS_HOST --master_addr \$addr \\
+    --master_port 29500 --nproc_per_node 2 --no_python "\$@"
+fi
+shift
+exec ${TORCHRUN[*]} --nnodes 2 --nproc_per_node 2 --rdzv_backend c10d \\
+  --rdzv_endpoint \$addr:29400 --rdzv_id collietest --no_python "\$@"
 EOF
-    # netns_hosts.sh -a prints both hosts' output.
+    # on_hosts static|c10d PROGRAM...; netns_hosts.sh -a prints both hosts' output.
     on_hosts() {
-      echo "== torchrun on 2 hosts x 2 ranks: $*"
-      out=$(timeout 300 bash "$HERE/../netns/netns_hosts.sh" -k 2 -m 1 -a -t 120 -- \
+      local mode=$1 names=()
+      [ "$mode" = c10d ] && names=(-u)
+      echo "== torchrun $mode on 2 hosts x 2 ranks: $*"
+      out=$(timeout 150 bash "$HERE/../netns/netns_hosts.sh" -k 2 -m 1 "${names[@]}" -a -t 120 -- \
         bash "$WORK/node.sh" "$@" 2>"$WORK/err")
       rc=$?
-      [ $rc -eq 77 ] && skip "$(echo "$out" | grep '^SKIP' | sed 's/^SKIP: //')"
+      [ $rc -eq 77 ] && skip "torchrun $mode on two hosts: $(echo "$out" | sed -n 's/^SKIP: //p')"
       echo "$out" | grep -v 'collie-perf: sweep' | tail -n 12
-      [ $rc -eq 0 ] || { tail -n 30 "$WORK/err"; fail "torchrun on two hosts: exit status $rc"; }
+      [ $rc -eq 0 ] || { tail -n 30 "$WORK/err"; fail "torchrun $mode on two hosts: status $rc"; }
     }
-    on_hosts "$PERF" "${PERF_ARGS[@]}"
-    echo "$out" | grep -q "Out of bounds values : 0 OK" || fail "torchrun on two hosts: wrong values"
-    echo "$out" | grep -q "#  Rank  3 " || fail "torchrun on two hosts: rank 3 is not in the table"
-    on_hosts "$EXAMPLE"
-    for r in 0 1 2 3; do
-      echo "$out" | grep -q "rank $r of 4: AllReduce sum of 4096 floats ok" ||
-        fail "torchrun on two hosts: rank $r of 4 did not report correct sums"
+    for mode in static c10d; do
+      on_hosts $mode "$PERF" "${PERF_ARGS[@]}"
+      echo "$out" | grep -q "Out of bounds values : 0 OK" ||
+        fail "torchrun $mode on two hosts: wrong values"
+      echo "$out" | grep -q "#  Rank  3 " ||
+        fail "torchrun $mode on two hosts: rank 3 is not in the table"
+      echo "$out" >"$WORK/out"
+      [ $mode = static ] || two_per_host "$WORK/out" ||
+        fail "torchrun $mode on two hosts: not two ranks on each host"
+      on_hosts $mode "$EXAMPLE"
+      for r in 0 1 2 3; do
+        echo "$out" | grep -q "rank $r of 4: AllReduce sum of 4096 floats ok" ||
+          fail "torchrun $mode on two hosts: rank $r of 4 did not report correct sums"
+      done
     done
     ;;
   *)

@@ -6,7 +6,7 @@
 #
 #   netns_hosts.sh [-k HOSTS] [-m RANKS_PER_HOST] [-r RATE [-l QUEUE]] [-d DROP_PERCENT]
 #                  [-c CONGESTION] [-t SECONDS] [-p PORT] [-o LOGDIR] [-f SECONDS:SCRIPT] [-a] [-n]
-#                  [-1] -- COMMAND [ARGS...]
+#                  [-u] [-1] -- COMMAND [ARGS...]
 #
 #   -k  hosts (namespaces), default 4          -m  ranks per host, default 1
 #   -r  tbf rate of each host's link in both directions (tc syntax: 1gbit, 500mbit)
@@ -20,9 +20,14 @@
 #       in $NETNS_BR, rank r's output in $NETNS_LOGDIR/rank$r.out
 #   -a  print every rank's stdout, not only rank 0's
 #   -n  setup self-check: print the layout and exit once the hosts can reach each other
+#   -u  each host has a name of its own, host$h (a UTS namespace), and an /etc/hosts that maps
+#       every host's name to its address (a mount namespace): for software that advertises
+#       the host's name, which the namespaces would otherwise share with the machine
 #   -1  run COMMAND once, in host 0, with NETNS_TAG set and no rank environment (for a launcher
 #       that starts the ranks itself: host h is namespace $NETNS_TAG-h$h at 10.77.0.(h+1));
-#       its output passes through and its status is the exit status (124 on the deadline)
+#       its output passes through and its status is the exit status (124 on the deadline).
+#       NETNS_ON names a script: `$NETNS_ON H COMMAND...` runs COMMAND in host H (with -u, under
+#       its name and /etc/hosts too)
 #
 # Each rank sees RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR (host 0's address),
 # MASTER_PORT, COLLIE_HOSTID, COLLIE_SOCKET_IFNAME=eth0 and NETNS_HOST (its host index).
@@ -32,12 +37,13 @@
 set -uo pipefail
 
 HOSTS=4 PER_HOST=1 RATE="" QUEUE=100ms DROP="" CONGESTION="" DEADLINE=120 PORT=29500 LOGDIR="" ALL_OUT=0 CHECK_ONLY=0 ONCE=0
+NAMES=0
 FAULT=""
 SUBNET=10.77.0
 GRACE=10  # seconds the other ranks get to notice a failed peer before they are killed
 
 usage() {
-  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 skip() {
@@ -45,7 +51,7 @@ skip() {
   exit 77
 }
 
-while getopts ":k:m:r:l:d:c:t:p:o:f:an1h" opt; do
+while getopts ":k:m:r:l:d:c:t:p:o:f:anu1h" opt; do
   case $opt in
     k) HOSTS=$OPTARG ;;
     m) PER_HOST=$OPTARG ;;
@@ -59,6 +65,7 @@ while getopts ":k:m:r:l:d:c:t:p:o:f:an1h" opt; do
     f) FAULT=$OPTARG ;;
     a) ALL_OUT=1 ;;
     n) CHECK_ONLY=1 ;;
+    u) NAMES=1 ;;
     1) ONCE=1 ;;
     *) usage ;;
   esac
@@ -78,6 +85,10 @@ for tool in ip timeout; do
 done
 [ -z "$RATE" ] || command -v tc >/dev/null || skip "tc not found (install iproute2)"
 [ -z "$DROP" ] || command -v nft >/dev/null || skip "nft not found (install nftables)"
+if [ $NAMES -eq 1 ]; then
+  command -v unshare >/dev/null || skip "unshare not found (install util-linux)"
+  unshare --uts --mount true 2>/dev/null || skip "unshare --uts --mount refused here"
+fi
 
 # Unique per run, so parallel runs never share a namespace; short, as interface names are.
 TAG="cn$$r$RANDOM"
@@ -115,6 +126,27 @@ must() {
 
 hostns() { echo "$TAG-h$1"; }
 addr() { echo "$SUBNET.$(($1 + 1))"; }
+
+# on_host.sh H COMMAND...: COMMAND in host H. With -u the name and /etc/hosts are set in
+# namespaces of the command's own, which end with it: nothing of the machine's changes.
+{
+  echo "127.0.0.1 localhost"
+  echo "::1 localhost ip6-localhost ip6-loopback"
+  for ((h = 0; h < HOSTS; h++)); do echo "$(addr $h) host$h"; done
+} >"$WORK/hosts"
+if [ $NAMES -eq 1 ]; then
+  cat >"$WORK/on_host.sh" <<EOF
+#!/bin/sh
+h=\$1
+shift
+exec ip netns exec "$TAG-h\$h" unshare --uts --mount sh -c \\
+  'mount --bind "\$0" /etc/hosts && hostname "\$1" && shift && exec "\$@"' \\
+  "$WORK/hosts" "host\$h" "\$@"
+EOF
+else
+  printf '#!/bin/sh\nh=$1\nshift\nexec ip netns exec "%s-h$h" "$@"\n' "$TAG" >"$WORK/on_host.sh"
+fi
+chmod +x "$WORK/on_host.sh"
 
 ip netns add "$BRNS" 2>"$WORK/err" || skip "cannot create a network namespace: $(cat "$WORK/err")"
 CREATED+=("$BRNS")
@@ -173,7 +205,8 @@ fi
 
 if [ $ONCE -eq 1 ]; then
   # In the background so the EXIT trap (which kills by namespace) still runs on a signal.
-  NETNS_TAG=$TAG timeout -k 5 "$DEADLINE" ip netns exec "$(hostns 0)" "$@" </dev/null &
+  export NETNS_TAG=$TAG NETNS_ON=$WORK/on_host.sh
+  timeout -k 5 "$DEADLINE" "$NETNS_ON" 0 "$@" </dev/null &
   PIDS+=($!)
   wait $!
   exit $?
@@ -183,7 +216,7 @@ WORLD=$((HOSTS * PER_HOST))
 for ((h = 0; h < HOSTS; h++)); do
   for ((l = 0; l < PER_HOST; l++)); do
     r=$((h * PER_HOST + l))
-    ip netns exec "$(hostns $h)" env RANK=$r WORLD_SIZE=$WORLD LOCAL_RANK=$l \
+    "$WORK/on_host.sh" $h env RANK=$r WORLD_SIZE=$WORLD LOCAL_RANK=$l \
       LOCAL_WORLD_SIZE=$PER_HOST MASTER_ADDR="$(addr 0)" MASTER_PORT="$PORT" \
       COLLIE_HOSTID="$TAG-host$h" COLLIE_SOCKET_IFNAME=eth0 NETNS_HOST=$h \
       "$@" >"$LOGDIR/rank$r.out" 2>"$LOGDIR/rank$r.err" </dev/null &
