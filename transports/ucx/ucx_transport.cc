@@ -168,6 +168,7 @@ StatusOr<std::unique_ptr<Connection>> UcxTransport::connectPeer(int peer,
   std::unique_ptr<UcxConnection> c(new UcxConnection(this, peer, h, peerMode, peerMode ? 0 : pid));
   conns_.push_back(c.get());
   COLLIE_RETURN_IF_ERROR(c->postAbortRecv());
+  COLLIE_RETURN_IF_ERROR(c->postByeRecv());
   return std::unique_ptr<Connection>(c.release());
 }
 
@@ -203,9 +204,9 @@ void UcxTransport::detachAll() {
   for (UcxConnection* c : conns_) c->detach();
 }
 
-void UcxTransport::retire(UcxConnection* conn, ucp_ep_h ep, bool peerMode, void* flushRequest) {
+void UcxTransport::retire(UcxConnection* conn, ucp_ep_h ep, bool force, void* flushRequest) {
   conns_.erase(std::remove(conns_.begin(), conns_.end(), conn), conns_.end());
-  retired_.push_back(Retired{ep, peerMode});
+  retired_.push_back(Retired{ep, force});
   if (flushRequest != nullptr) flushing_.push_back(flushRequest);
 }
 
@@ -231,15 +232,16 @@ UcxTransport::~UcxTransport() {
   if (worker_ != nullptr) {
     // First what was sent leaves (the flushes), then the endpoints go. A graceful close would
     // wait for the peer to answer, which a peer that has already destroyed its worker never
-    // does (a second per endpoint); after the flush nothing is lost by forcing it instead.
-    // Forcing needs mode PEER; the others close gracefully, bounded like everything here, since
-    // a peer that is gone or stuck must not hold up this rank's exit.
+    // does; one whose peer has said goodbye (farewell) or is gone is forced instead, as nothing
+    // it sends is read any more. The others (a live peer that did not answer, mode NONE) close
+    // gracefully, bounded like everything here: a peer that is gone or stuck must not hold up
+    // this rank's exit.
     waitAndFree(&flushing_, Deadline::afterMs(1000));
     std::vector<void*> closes;
     for (const Retired& r : retired_) {
       ucp_request_param_t p{};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      p.flags = r.peerMode ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+      p.flags = r.force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
       ucs_status_ptr_t sp = api_->epCloseNbx(r.ep, &p);
       if (UCS_PTR_IS_PTR(sp)) closes.push_back(sp);
     }
