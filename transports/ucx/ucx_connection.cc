@@ -104,9 +104,7 @@ UcxConnection::~UcxConnection() {
   bool sends = std::any_of(inFlight_.begin(), inFlight_.end(),
                            [](const UcxOp* op) { return op->kind == UcxOp::kSend; });
   void* flush = flushed_ || epFailed_ || sends ? nullptr : startFlush();
-  // Forced only where the peer has said its last (or is gone): a forced close under data it has
-  // not read yet would lose that data.
-  t_->retire(this, ep_, peerMode_ && peerLeft(), flush);
+  t_->retire(this, ep_, peerMode_, flush);
   if (pidfd_ >= 0) close(pidfd_);
 }
 

@@ -121,6 +121,9 @@ void UcxTransport::idle(int ms) {
 
 void UcxTransport::farewell(const Deadline& deadline) {
   if (worker_ == nullptr) return;
+  // Ops still posted (a set-up op that failed, a receive the user never waited for) are no one's
+  // any more, and their buffers may be gone: cancelled before the worker moves again.
+  detachAll();
   std::vector<UcxConnection*> told;
   for (UcxConnection* c : conns_)
     if (c->sayGoodbye()) told.push_back(c);

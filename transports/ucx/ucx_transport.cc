@@ -204,9 +204,9 @@ void UcxTransport::detachAll() {
   for (UcxConnection* c : conns_) c->detach();
 }
 
-void UcxTransport::retire(UcxConnection* conn, ucp_ep_h ep, bool force, void* flushRequest) {
+void UcxTransport::retire(UcxConnection* conn, ucp_ep_h ep, bool peerMode, void* flushRequest) {
   conns_.erase(std::remove(conns_.begin(), conns_.end(), conn), conns_.end());
-  retired_.push_back(Retired{ep, force});
+  retired_.push_back(Retired{ep, peerMode});
   if (flushRequest != nullptr) flushing_.push_back(flushRequest);
 }
 
@@ -230,18 +230,18 @@ void UcxTransport::waitAndFree(std::vector<void*>* requests, const Deadline& dea
 
 UcxTransport::~UcxTransport() {
   if (worker_ != nullptr) {
-    // First what was sent leaves (the flushes), then the endpoints go. A graceful close would
-    // wait for the peer to answer, which a peer that has already destroyed its worker never
-    // does; one whose peer has said goodbye (farewell) or is gone is forced instead, as nothing
-    // it sends is read any more. The others (a live peer that did not answer, mode NONE) close
-    // gracefully, bounded like everything here: a peer that is gone or stuck must not hold up
-    // this rank's exit.
+    // First what was sent leaves (the flushes), then the endpoints go: after farewell, where
+    // each peer has said goodbye (it read all it needed) or is gone, or the grace has passed. A
+    // graceful close would wait for the peer to answer, which a peer that has already destroyed
+    // its worker never does, and one still in flight when the worker goes makes UCX abort the
+    // process: in mode PEER it is forced. The others close gracefully, bounded like everything
+    // here, since a peer that is gone or stuck must not hold up this rank's exit.
     waitAndFree(&flushing_, Deadline::afterMs(1000));
     std::vector<void*> closes;
     for (const Retired& r : retired_) {
       ucp_request_param_t p{};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      p.flags = r.force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+      p.flags = r.peerMode ? UCP_EP_CLOSE_FLAG_FORCE : 0;
       ucs_status_ptr_t sp = api_->epCloseNbx(r.ep, &p);
       if (UCS_PTR_IS_PTR(sp)) closes.push_back(sp);
     }

@@ -142,8 +142,8 @@ class UcxTransport : public Transport {
   // receives are cancelled so that UCX stops writing into the callers' buffers.
   void detachAll();
   // The connection is gone; its endpoint is closed with the transport, once flushRequest (if
-  // any) completes: forced (mode PEER only) where its peer has said its last.
-  void retire(UcxConnection* conn, ucp_ep_h ep, bool force, void* flushRequest);
+  // any) completes.
+  void retire(UcxConnection* conn, ucp_ep_h ep, bool peerMode, void* flushRequest);
   // Progresses the worker until every request is complete or the deadline passes; frees all.
   void waitAndFree(std::vector<void*>* requests, const Deadline& deadline);
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
@@ -170,7 +170,7 @@ class UcxTransport : public Transport {
   std::vector<UcxConnection*> conns_;  // live connections
   struct Retired {
     ucp_ep_h ep;
-    bool force;
+    bool peerMode;
   };
   std::vector<Retired> retired_;  // endpoints of destroyed connections, not closed yet
   std::vector<void*> flushing_;   // their flushes still in flight
