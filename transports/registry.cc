@@ -48,8 +48,7 @@ StatusOr<std::vector<std::unique_ptr<Transport>>> makeTransports(const Transport
   if (cfg.allowed.shm)
     out.emplace_back(new ShmTransport(id.commId, id.rank, cfg.shm, cfg.shmShrinkable));
 #ifdef COLLIE_HAVE_UCX
-  if (cfg.allowed.ucx)
-    out.push_back(UcxTransport::forGroup(id.rank, id.nranks, id.commId, cfg.allowed.ucxRequired));
+  if (cfg.allowed.ucx) out.push_back(UcxTransport::forGroup(id, cfg.allowed.ucxRequired));
 #endif
   if (cfg.allowed.tcp) {
     COLLIE_ASSIGN_OR_RETURN(std::unique_ptr<TcpTransport> tcp,
@@ -161,6 +160,7 @@ void TransportMesh::threadStopping() {
 }
 
 void TransportMesh::linger(const Deadline& deadline) {
+  for (auto& t : transports_) t->farewell(deadline);
   for (auto& c : conns_)
     if (c) c->linger(deadline);
 }

@@ -65,8 +65,8 @@ class TransportMesh {
   void threadStarted();
   void threadIdle();
   void threadStopping();
-  // Before the transports go: every connection gives its peer until deadline to read what it
-  // sent last (an abort).
+  // Before the transports go: every transport says its goodbyes (farewell), then every
+  // connection gives its peer until deadline to read what it sent last (an abort).
   void linger(const Deadline& deadline);
 
  private:

@@ -267,6 +267,9 @@ class Transport {
   virtual void threadStarted() {}
   virtual void threadIdle() {}
   virtual void threadStopping() {}
+  // Before the connections of a communicator that is going away close (nothing in flight):
+  // a transport whose close could lose data a peer still reads says goodbye first.
+  virtual void farewell(const Deadline& deadline) {}
 };
 
 }  // namespace collie

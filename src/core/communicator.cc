@@ -36,8 +36,12 @@ Status CommImpl::init(BootstrapInfo info, const CommConfig* given) {
   const std::string where = initWhere(info);  // where the store was found
   if (s.isOk()) s = connect(info);
   if (s.isOk()) s = setUpWaits();
+  const bool together = s.isOk();  // from here on the ranks run set-up ops together
   if (s.isOk()) s = setUpTuning();
   if (s.isOk()) s = prepareAlgorithms();
+  // A set-up op that fails tells the peers why, as a call that fails does: a peer waiting on
+  // this rank would otherwise name it instead of the rank that failed first.
+  if (!s.isOk() && together) s = fail(s);
   if (s.isOk()) s = startProgress();
   if (!s.isOk()) abandonRendezvous(&family_->rv, rank_, nranks_, initDeadline_);
   return s.withContext(where);

@@ -17,6 +17,9 @@
 #include "tests/fuzz/store_common.h"
 #include "transports/frame.h"
 #include "transports/tcp/tcp_transport.h"
+#ifdef COLLIE_HAVE_UCX
+#include "transports/ucx/ucx_transport.h"
+#endif
 
 namespace {
 
@@ -107,6 +110,20 @@ void ucxSeeds() {
   put("ucx_hello", "upper-hex",
       "\x01"
       "ABCD");
+#ifdef COLLIE_HAVE_UCX
+  // The hello peer rank 2 sends rank 1 of 4 (ucx_hello_fuzz.cc's job), and one that is wrong.
+  Identity id;
+  const uint8_t secret[16] = {0x5e, 0xc7, 0x3e, 0x70, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  memcpy(id.secret, secret, 16);
+  id.commId = 0x636f6d6d31ULL;
+  id.rank = 2;
+  id.nranks = 4;
+  const UcxHello hello = makeUcxHello(id, 1);
+  put("ucx_hello", "hello", raw(hello));
+  UcxHello wrong = hello;
+  wrong.secret[3] ^= 0x40;
+  put("ucx_hello", "hello-wrong-secret", raw(wrong));
+#endif
 }
 
 void uniqueIdSeeds() {

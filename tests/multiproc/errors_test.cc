@@ -329,12 +329,13 @@ TEST_F(ErrorsTest, AbortUnblocksAPendingAllReduce) {
 
 // A peer that destroyed its communicator and lives on: over shared memory the others waited
 // for it until their deadline. Its closed connection now says at once that it is gone.
-void destroyedPeerIsNamedAtOnce(int which) {
+void destroyedPeerIsNamedAtOnce(int which, const char* transport = "shm", const char* tls = "") {
   int done[2];
   ASSERT_EQ(pipe(done), 0);
   WorldOptions opt;
   opt.timeoutSec = 60;
-  opt.env = {{"COLLIE_TIMEOUT_MS", "30000"}, {"COLLIE_TRANSPORT", "shm"}};
+  opt.env = {{"COLLIE_TIMEOUT_MS", "30000"}, {"COLLIE_TRANSPORT", transport}};
+  if (*tls != '\0') opt.env.emplace_back("UCX_TLS", tls);
   auto out = runWorld(3, opt, [=](int rank, Reporter& rep) {
     collieComm_t c = nullptr;
     if (collieCommInitFromEnv(&c) != collieSuccess) return rep.fail("init");
@@ -381,6 +382,45 @@ TEST_F(ErrorsTest, APeerThatDestroyedItsCommunicatorIsNamedAtOnceInABroadcastOve
 TEST_F(ErrorsTest, APeerThatDestroyedItsCommunicatorIsNamedAtOnceInABarrierOverShm) {
   destroyedPeerIsNamedAtOnce(2);
 }
+#ifdef COLLIE_HAVE_UCX
+// Over ucx the leaving rank's goodbye says so, with its message counts: a call that waits for a
+// message it never sent fails at once, over UCX's tcp and over its shared memory alike. (Not the
+// broadcast: its other ranks wait on nothing from rank 2, and a send to it may complete into its
+// worker before the goodbye arrives.)
+TEST_F(ErrorsTest, APeerThatDestroyedItsCommunicatorIsNamedAtOnceOverUcx) {
+  destroyedPeerIsNamedAtOnce(0, "ucx", "tcp");
+  destroyedPeerIsNamedAtOnce(0, "ucx", "posix,cma");
+  destroyedPeerIsNamedAtOnce(2, "ucx", "tcp");
+}
+
+// A rank whose secret differs (COLLIE_SECRET) cannot join a job over ucx: init fails on every
+// rank with an error that says why, within the deadline, instead of a hang. (A peer that gets
+// past the store with another secret is refused by the UCX hello: tests/unit/ucx_hello_test.cc.)
+TEST_F(ErrorsTest, ARankWithAnotherSecretFailsInitOverUcx) {
+  WorldOptions opt;
+  opt.timeoutSec = 60;
+  opt.env = {{"COLLIE_TIMEOUT_MS", "4000"}, {"COLLIE_TRANSPORT", "ucx"}, {"UCX_TLS", "tcp"}};
+  auto out = runWorld(3, opt, [](int rank, Reporter& rep) {
+    setenv("COLLIE_SECRET", rank == 2 ? "another job" : "this job", 1);
+    collieComm_t c = nullptr;
+    const uint64_t t0 = nowNs();
+    const collieResult_t r = collieCommInitFromEnv(&c);
+    const int64_t ms = static_cast<int64_t>((nowNs() - t0) / 1000000);
+    const std::string msg = collieGetLastError(nullptr);
+    rep.note("init " + std::to_string(r) + " after " + std::to_string(ms) + " ms: " + msg);
+    if (r == collieSuccess) return rep.fail("init succeeded although rank 2's secret differs");
+    if (ms > 12000) rep.fail("init failed only after " + std::to_string(ms) + " ms");
+    // The stranger is refused at the door (the store); the others name the rank that never came.
+    const std::string want = rank == 2 ? "refused this rank" : "never arrived: 2";
+    if (msg.find(want) == std::string::npos)
+      rep.fail("the error does not say '" + want + "': " + msg);
+  });
+  for (const auto& o : out) {
+    EXPECT_EQ(o.exitCode, 0) << "rank " << o.rank << ":\n" << o.output;
+    for (const auto& f : o.failures) ADD_FAILURE() << "rank " << o.rank << ": " << f;
+  }
+}
+#endif
 
 // After a timeout the op listens for its peers' aborts (up to 1-3 s) to name the silent ones;
 // an abort from another thread in that time ends it, and the op's error says so.

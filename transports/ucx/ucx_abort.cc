@@ -37,7 +37,7 @@ void UcxConnection::sendAbortOn(uint64_t commId, const Status& failure) {
 
 AbortLink::Word UcxConnection::listenAfterFailure() {
   api_->workerProgress(t_->worker_);
-  return aborted_ || epFailed_ ? Word::kHeard : Word::kNothing;
+  return aborted_ || epFailed_ || byeHeard_ ? Word::kHeard : Word::kNothing;
 }
 
 void* UcxConnection::startFlush() {

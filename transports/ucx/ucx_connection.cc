@@ -1,12 +1,12 @@
 // UcxConnection: tagged frames to and from one peer over the communicator's UCX worker.
 //
-// Tags: bit 63 marks the abort channel, bit 62 point-to-point messages, bits 42..61 hold the
-// sender's rank, bits 32..41 the lane (0, or a split communicator's number), bits 0..31 the
-// sender's count of messages to this peer on the lane (collectives) or the user's tag
-// (point-to-point: UCX keeps the order of one sender's messages of one tag). A receive
-// names the exact tag it wants (full mask), so the k-th receive posted for a peer takes the k-th
-// message that peer sent to this rank, whichever order UCX delivers them in: the same per-peer FIFO
-// the stream transports have.
+// Tags: bit 63 marks the control channel (the sender's abort, goodbye and hello, told apart by
+// bits 0..31), bit 62 point-to-point messages, bits 42..61 hold the sender's rank, bits 32..41 the
+// lane (0, or a split communicator's number), bits 0..31 the sender's count of messages to this
+// peer on the lane (collectives) or the user's tag (point-to-point: UCX keeps the order of one
+// sender's messages of one tag). A receive names the exact tag it wants (full mask), so the k-th
+// receive posted for a peer takes the k-th message that peer sent to this rank, whichever order UCX
+// delivers them in: the same per-peer FIFO the stream transports have.
 //
 // A small frame is one message, the 48-byte FrameHeader then the payload, copied through a
 // bounce buffer. A large one is two messages of one tag, the header then the payload from the
@@ -58,6 +58,10 @@ std::string garbled(const std::string& who, size_t says, size_t has) {
          " bytes, the message has " + std::to_string(has) + ")";
 }
 
+bool isSend(const UcxOp* op) {
+  return op->kind == UcxOp::kSend || op->kind == UcxOp::kAbortSend || op->kind == UcxOp::kByeSend;
+}
+
 // Records what a part brought: the first failure of the op, and the lengths received.
 void record(UcxOp* op, UcxOp::Part part, ucs_status_t status, size_t length) {
   if (status != UCS_OK && op->status == UCS_OK) op->status = status;
@@ -69,6 +73,10 @@ void record(UcxOp* op, UcxOp::Part part, ucs_status_t status, size_t length) {
 ucp_tag_t ucxAbortTag(int sender) {
   return kAbortChannel | (static_cast<uint64_t>(sender) << kRankShift);
 }
+
+ucp_tag_t ucxGoodbyeTag(int sender) { return ucxAbortTag(sender) | 1; }
+
+ucp_tag_t ucxHelloTag(int sender) { return ucxAbortTag(sender) | 2; }
 
 UcxConnection::UcxConnection(UcxTransport* transport, int peer, ucp_ep_h ep, bool peerMode,
                              int peerPid)
@@ -84,7 +92,7 @@ UcxConnection::~UcxConnection() {
   for (UcxOp* op : inFlight_) op->req = nullptr;
   std::vector<void*> handles;
   for (UcxOp* op : inFlight_)
-    if ((op->kind == UcxOp::kRecv || op->kind == UcxOp::kAbortRecv) && !op->cancelled) {
+    if (!isSend(op) && !op->cancelled) {
       op->cancelled = true;
       for (void* h : op->handle)
         if (h != nullptr) handles.push_back(h);
@@ -152,8 +160,7 @@ void UcxConnection::untrack(UcxOp* op) {
 
 ucs_status_ptr_t UcxConnection::postPart(UcxOp* op, UcxOp::Part part, ucp_tag_t wire, void* buffer,
                                          size_t count, ucp_request_param_t* p) {
-  const bool send = op->kind == UcxOp::kSend || op->kind == UcxOp::kAbortSend;
-  if (send) {
+  if (isSend(op)) {
     p->cb.send = part == UcxOp::kHeader ? &sendHeaderCallback : &sendCallback;
     return api_->tagSendNbx(ep_, buffer, count, wire, p);
   }
@@ -167,7 +174,7 @@ Status UcxConnection::postFrame(UcxOp* op, ucp_tag_t wire, ucp_request_param_t* 
   p->user_data = op;
   p->datatype = ucp_dt_make_contig(1);
   p->memory_type = UCS_MEMORY_TYPE_HOST;
-  const bool send = op->kind == UcxOp::kSend || op->kind == UcxOp::kAbortSend;
+  const bool send = isSend(op);
   op->parts = op->small ? 1 : 2;
   op->posting = true;
   track(op);
@@ -222,10 +229,13 @@ Status UcxConnection::sendOn(Lane& lane, const void* buf, size_t bytes, const Fr
   req->start(bytes, tag, true, peer_);
   if (!failed_.isOk()) return failed_;
   if (!peerLost_.isOk()) return fail(peerLost_);
+  if (byeHeard_) return fail(leftError());  // it reads nothing more
   UcxOp* op = t_->takeOp();
   op->conn = this;
   op->req = req;
   op->kind = UcxOp::kSend;
+  op->lane = lane.number;
+  op->p2p = isP2PFrame(tag.coll);
   op->data = static_cast<char*>(const_cast<void*>(buf));
   op->len = bytes;
   op->hdr = encodeFrame(lane.commId, tag, bytes);
@@ -235,8 +245,10 @@ Status UcxConnection::sendOn(Lane& lane, const void* buf, size_t bytes, const Fr
     memcpy(op->bounce.data(), &op->hdr, kHdr);
     if (bytes > 0) memcpy(op->bounce.data() + kHdr, buf, bytes);
   }
-  const ucp_tag_t wire = isP2PFrame(tag.coll) ? p2pTag(t_->rank_, lane.number, tag.tag)
-                                              : dataTag(t_->rank_, lane.number, lane.sendSeq++);
+  if (op->p2p) ++lane.p2pSent;
+  op->seq = op->p2p ? 0 : lane.sendSeq++;
+  const ucp_tag_t wire =
+      op->p2p ? p2pTag(t_->rank_, lane.number, tag.tag) : dataTag(t_->rank_, lane.number, op->seq);
   ucp_request_param_t p{};
   return postFrame(op, wire, &p);
 }
@@ -254,12 +266,15 @@ Status UcxConnection::recvOn(Lane& lane, void* buf, size_t bytes, const FrameTag
   op->len = bytes;
   op->expect = tag;
   op->commId = lane.commId;
+  op->lane = lane.number;
+  op->p2p = isP2PFrame(tag.coll);
   // A large frame's header message lands here too; room for a small frame's whole instead, so
   // that a peer that sent one (it disagrees on the size) is told by checkFrame.
   op->small = bytes <= kSmallMessage;
   op->bounce.resize(kHdr + (op->small ? bytes : kSmallMessage));
-  const ucp_tag_t wire = isP2PFrame(tag.coll) ? p2pTag(peer_, lane.number, tag.tag)
-                                              : dataTag(peer_, lane.number, lane.recvSeq++);
+  op->seq = op->p2p ? 0 : lane.recvSeq++;
+  const ucp_tag_t wire =
+      op->p2p ? p2pTag(peer_, lane.number, tag.tag) : dataTag(peer_, lane.number, op->seq);
   ucp_request_param_t p{};
   p.op_attr_mask = kRecvAttrs;
   return postFrame(op, wire, &p);
@@ -302,6 +317,11 @@ void UcxConnection::onDone(UcxOp* op, ucs_status_t status, size_t length) {
     case UcxOp::kAbortRecv:
       finishAbortRecv(op, status, length);
       break;
+    case UcxOp::kByeSend:
+      break;
+    case UcxOp::kByeRecv:
+      finishByeRecv(op, status, length);
+      break;
   }
   t_->releaseOp(op);
 }
@@ -325,6 +345,8 @@ void UcxConnection::finishRecv(UcxOp* op, ucs_status_t status, size_t length) {
     return;
   }
   if (op->small && op->len > 0) memcpy(op->data, op->bounce.data() + kHdr, op->len);
+  if (op->p2p)
+    if (Lane* l = laneNumbered(op->lane)) ++l->p2pRecv;
   op->req->done = true;
 }
 
@@ -437,6 +459,11 @@ Status UcxConnection::progress(bool* progressed) {
       if (lostAtNs_ == 0) lostAtNs_ = now;
       if (now - lostAtNs_ >= kAbortGraceNs) fail(peerLost_);
     }
+    // The peer destroyed its communicator: what it never sent, or will never read, fails now.
+    if (failed_.isOk() && byeHeard_ && userInFlight_ > 0 &&
+        std::any_of(inFlight_.begin(), inFlight_.end(),
+                    [&](const UcxOp* op) { return doomed(op); }))
+      fail(leftError());
   }
   if (wantCancel_) cancelRecvs();
   return failed_;

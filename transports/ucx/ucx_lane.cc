@@ -14,6 +14,7 @@ class UcxLane : public Connection {
  public:
   UcxLane(UcxConnection* c, UcxConnection::Lane* lane) : c_(c), lane_(lane) {}
   ~UcxLane() override {
+    c_->laneClosed(*lane_);
     auto& v = c_->lanes_;
     v.erase(std::find_if(v.begin(), v.end(), [&](const std::unique_ptr<UcxConnection::Lane>& l) {
       return l.get() == lane_;

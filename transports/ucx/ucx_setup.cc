@@ -27,12 +27,12 @@ std::string pidNamespace() {
 
 }  // namespace
 
-std::unique_ptr<UcxTransport> UcxTransport::forGroup(int rank, int nranks, uint64_t commId,
-                                                     bool required) {
+std::unique_ptr<UcxTransport> UcxTransport::forGroup(const Identity& id, bool required) {
   std::unique_ptr<UcxTransport> t(new UcxTransport());
-  t->rank_ = rank;
-  t->nranks_ = nranks;
-  t->commId_ = commId;
+  t->id_ = id;
+  t->rank_ = id.rank;
+  t->nranks_ = id.nranks;
+  t->commId_ = id.commId;
   t->required_ = required;
   return t;
 }
@@ -97,7 +97,10 @@ Status UcxTransport::connectGroup(ConnectStep* step, ConnectionTable* conns) {
     kept.push_back(p);
   }
   step->peers = kept;
-  return Status::ok();
+  Status proved = proveSecret(id_, step->deadline);
+  if (!proved.isOk() && !step->restriction.empty())
+    return Status(proved.code(), step->restriction + ": " + proved.message());
+  return proved;
 }
 
 }  // namespace collie

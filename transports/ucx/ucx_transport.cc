@@ -168,6 +168,7 @@ StatusOr<std::unique_ptr<Connection>> UcxTransport::connectPeer(int peer,
   std::unique_ptr<UcxConnection> c(new UcxConnection(this, peer, h, peerMode, peerMode ? 0 : pid));
   conns_.push_back(c.get());
   COLLIE_RETURN_IF_ERROR(c->postAbortRecv());
+  COLLIE_RETURN_IF_ERROR(c->postByeRecv());
   return std::unique_ptr<Connection>(c.release());
 }
 
@@ -229,11 +230,12 @@ void UcxTransport::waitAndFree(std::vector<void*>* requests, const Deadline& dea
 
 UcxTransport::~UcxTransport() {
   if (worker_ != nullptr) {
-    // First what was sent leaves (the flushes), then the endpoints go. A graceful close would
-    // wait for the peer to answer, which a peer that has already destroyed its worker never
-    // does (a second per endpoint); after the flush nothing is lost by forcing it instead.
-    // Forcing needs mode PEER; the others close gracefully, bounded like everything here, since
-    // a peer that is gone or stuck must not hold up this rank's exit.
+    // First what was sent leaves (the flushes), then the endpoints go: after farewell, where
+    // each peer has said goodbye (it read all it needed) or is gone, or the grace has passed. A
+    // graceful close would wait for the peer to answer, which a peer that has already destroyed
+    // its worker never does, and one still in flight when the worker goes makes UCX abort the
+    // process: in mode PEER it is forced. The others close gracefully, bounded like everything
+    // here, since a peer that is gone or stuck must not hold up this rank's exit.
     waitAndFree(&flushing_, Deadline::afterMs(1000));
     std::vector<void*> closes;
     for (const Retired& r : retired_) {

@@ -3,6 +3,8 @@
 // the same 48-byte FrameHeader as the stream transports, checked by the receiver. The worker is
 // progressed by whichever thread runs the schedule (the Poller calls Connection::progress) and
 // slept on through its event fd. UCX picks its own devices: UCX_TLS and UCX_NET_DEVICES apply.
+// Every endpoint begins with a hello that proves the job's secret (ucx_hello.cc) and ends with a
+// goodbye (ucx_goodbye.cc).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "transports/tcp/tcp_transport.h"
 #include "transports/transport.h"
 #include "transports/ucx/ucx_api.h"
 
@@ -20,13 +23,41 @@ namespace collie {
 class UcxConnection;
 class UcxTransport;
 
-// The tag of the abort frames a rank sends (ucx_connection.cc has the tag layout).
+// The tags of the control messages a rank sends: its abort frame, its goodbye and its hello
+// (ucx_connection.cc has the tag layout).
 ucp_tag_t ucxAbortTag(int sender);
+ucp_tag_t ucxGoodbyeTag(int sender);
+ucp_tag_t ucxHelloTag(int sender);
+
+// The first message on every UCX endpoint of a communicator: who speaks to whom, proved by the
+// job's secret. No frame of a peer is taken before its hello passed (ucx_hello.cc).
+constexpr uint32_t kUcxHelloMagic = 0x434c5548;  // "CLUH"
+constexpr uint32_t kUcxHelloVersion = 1;
+struct UcxHello {
+  uint32_t magic;
+  uint32_t version;
+  uint8_t secret[16];
+  uint64_t commId;
+  int32_t from, to, nranks;
+  uint32_t pad;
+};
+static_assert(sizeof(UcxHello) == 48, "the UCX hello is 48 bytes");
+UcxHello makeUcxHello(const Identity& id, int to);
+// Why a hello received from the endpoint of peer does not prove id's job ("" where it does).
+const char* ucxHelloMisfit(const UcxHello& h, const Identity& id, int peer);
+
+// One lane's message counts as a goodbye carries them: what the leaving rank sent to the peer
+// and received from it (collective frames by sequence, point-to-point ones by count).
+struct UcxLaneCounts {
+  uint32_t lane = 0;
+  uint32_t pad = 0;
+  uint64_t sent = 0, received = 0, p2pSent = 0, p2pReceived = 0;
+};
 
 // One send or receive in flight in UCX. Owned by the transport (UCX's callbacks may fire after
 // the connection that started it is gone, until the worker is destroyed).
 struct UcxOp {
-  enum Kind : uint8_t { kSend, kRecv, kAbortSend, kAbortRecv };
+  enum Kind : uint8_t { kSend, kRecv, kAbortSend, kAbortRecv, kByeSend, kByeRecv };
   UcxTransport* owner = nullptr;
   UcxConnection* conn = nullptr;  // null once the connection is gone
   Request* req = nullptr;         // null once nobody waits for it any more (detached)
@@ -50,6 +81,9 @@ struct UcxOp {
   size_t len = 0;        // its length (the payload expected or sent)
   FrameTag expect;
   uint64_t commId = 0;  // of the lane it belongs to: what its frame must carry
+  uint32_t lane = 0;    // that lane's number
+  uint64_t seq = 0;     // a collective frame's number on its lane
+  bool p2p = false;     // a point-to-point frame
   std::vector<char> bounce;
 };
 
@@ -66,8 +100,7 @@ class UcxTransport : public Transport {
   // For the communicator: UCX is initialised in connectGroup. required (the user named ucx):
   // it reaches peers on this host too, and any failure to set it up is an error; else it is for
   // peers on other hosts where RDMA is present, and tcp takes them otherwise.
-  static std::unique_ptr<UcxTransport> forGroup(int rank, int nranks, uint64_t commId,
-                                                bool required);
+  static std::unique_ptr<UcxTransport> forGroup(const Identity& id, bool required);
   // The worker address peers connect to (raw bytes).
   const std::string& address() const { return address_; }
 
@@ -84,6 +117,13 @@ class UcxTransport : public Transport {
   // theirs: the worker address in hex, then "/pid/pid-namespace" (ucx_setup.cc); *pid the
   // peer's pid where its namespace is this process's, else 0.
   static std::string unusable(const std::string& theirs, std::string* addr, int* pid);
+  // Every connection's endpoint carries id's hello, and each peer's hello is checked (a wrong
+  // one is dropped at WARN): an error naming the peers that proved nothing by the deadline.
+  Status proveSecret(const Identity& id, const Deadline& deadline);
+  // Before the connections go: each healthy one says goodbye, then waits (until deadline) for
+  // its peer's goodbye, abort or loss, so that no endpoint closes under data the peer still
+  // reads (ucx_goodbye.cc).
+  void farewell(const Deadline& deadline) override;
 
  private:
   friend class UcxConnection;
@@ -107,8 +147,11 @@ class UcxTransport : public Transport {
   // Progresses the worker until every request is complete or the deadline passes; frees all.
   void waitAndFree(std::vector<void*>* requests, const Deadline& deadline);
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  // Sleeps on the worker's event fd up to ms, unless it has events pending.
+  void idle(int ms);
 
   const UcxApi* api_ = nullptr;
+  Identity id_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int rank_ = 0;
@@ -158,10 +201,10 @@ class UcxConnection : public Connection {
   // AbortLink: the abort is a message on its own tag channel, its receive always posted.
   int peer() const override { return peer_; }
   void sendAbort(const Status& failure) override { sendAbortOn(lane0_.commId, failure); }
-  // The peer has spoken once its abort arrived (that receive stays posted) or its endpoint
-  // failed (it died or closed); progress here moves both.
+  // The peer has spoken once its abort or goodbye arrived (those receives stay posted) or its
+  // endpoint failed (it died or closed); progress here moves them.
   Word listenAfterFailure() override;
-  bool peerClosed() const override { return epFailed_; }
+  bool peerClosed() const override { return epFailed_ || byeHeard_; }
   void linger(const Deadline& deadline) override;
 
   // Called from UCX's callbacks (inside ucp_worker_progress, of any connection of the worker).
@@ -170,8 +213,14 @@ class UcxConnection : public Connection {
   ucp_ep_h endpoint() const { return ep_; }
   // Forgets the callers' requests of every op in flight and cancels the receives.
   void detach();
-  // The receive of the peer's abort frame, posted for the connection's whole life.
+  // The receives of the peer's abort frame and goodbye, posted for the connection's whole life.
   Status postAbortRecv();
+  Status postByeRecv();
+  // Sends this rank's goodbye where the connection is healthy; false where there is no one to
+  // tell (failed, aborted, or the endpoint is gone).
+  bool sayGoodbye();
+  // The peer has said its last: goodbye, abort, or its endpoint failed.
+  bool peerLeft() const { return byeHeard_ || aborted_ || epFailed_ || !failed_.isOk(); }
 
  private:
   friend class UcxLane;
@@ -182,7 +231,13 @@ class UcxConnection : public Connection {
     uint32_t number = 0;
     uint64_t sendSeq = 0;  // messages to the peer so far: the low bits of their tags
     uint64_t recvSeq = 0;  // and from it: both sides count the same calls in the same order
+    uint64_t p2pSent = 0;  // point-to-point messages sent to the peer
+    uint64_t p2pRecv = 0;  // and received from it
   };
+  static UcxLaneCounts countsOf(const Lane& l);
+  Lane* laneNumbered(uint32_t number);
+  // A lane closes: its counts stay for the goodbye.
+  void laneClosed(const Lane& l);
   Status sendOn(Lane& lane, const void* buf, size_t bytes, const FrameTag& tag, Request* req);
   Status recvOn(Lane& lane, void* buf, size_t bytes, const FrameTag& tag, Request* req);
   bool arrivedOn(const Lane& lane, uint32_t tag);
@@ -202,6 +257,10 @@ class UcxConnection : public Connection {
   void untrack(UcxOp* op);
   void finishRecv(UcxOp* op, ucs_status_t status, size_t length);
   void finishAbortRecv(UcxOp* op, ucs_status_t status, size_t length);
+  void finishByeRecv(UcxOp* op, ucs_status_t status, size_t length);
+  // After the peer's goodbye: an op in flight that its counts say will never complete.
+  bool doomed(const UcxOp* op);
+  Status leftError() const;
   void cancelRecvs();
   static void sendCallback(void* request, ucs_status_t status, void* user);
   static void sendHeaderCallback(void* request, ucs_status_t status, void* user);
@@ -238,8 +297,12 @@ class UcxConnection : public Connection {
   bool abortInFlight_ = false;
   bool wantCancel_ = false;  // receives to cancel at the next progress (not from a callback)
   bool flushed_ = false;     // linger flushed the endpoint already (or gave up on it)
-  int peerPid_ = 0;          // watched where > 0
-  int pidfd_ = -1;           // readable once that process exits (-1: kill(pid, 0) instead)
+  bool byeSent_ = false;     // this rank said goodbye
+  bool byeHeard_ = false;    // the peer did; its counts:
+  std::vector<UcxLaneCounts> peerBye_;
+  std::vector<UcxLaneCounts> closedLanes_;  // of lanes closed here, for the goodbye
+  int peerPid_ = 0;                         // watched where > 0
+  int pidfd_ = -1;  // readable once that process exits (-1: kill(pid, 0) instead)
   unsigned looks_ = 0;
   uint64_t lastLookNs_ = 0;
 };
