@@ -37,7 +37,9 @@ void UcxConnection::sendAbortOn(uint64_t commId, const Status& failure) {
 
 AbortLink::Word UcxConnection::listenAfterFailure() {
   api_->workerProgress(t_->worker_);
-  return aborted_ || epFailed_ || byeHeard_ ? Word::kHeard : Word::kNothing;
+  // As a stream's end: a goodbye or a failed endpoint with no abort before it is a lost peer.
+  if (aborted_) return Word::kHeard;
+  return epFailed_ || byeHeard_ ? Word::kLost : Word::kNothing;
 }
 
 void* UcxConnection::startFlush() {
