@@ -100,6 +100,19 @@ void proveOver(const char* tls) {
 TEST(UcxHello, TwoWorkersProveTheSecretOverTcp) { proveOver("tcp"); }
 TEST(UcxHello, TwoWorkersProveTheSecretOverSharedMemory) { proveOver("posix,cma"); }
 
+// What a peer publishes: the pid between the slashes is digits that fit, or the whole address
+// is refused (an overflowing or negative pid would have the wrong process watched).
+TEST(UcxPublished, APidThatIsNotPlainDigitsIsAGarbledAddress) {
+  std::string addr;
+  int pid = -1;
+  EXPECT_EQ(UcxTransport::unusable("0a1b/1234/ns", &addr, &pid), "");
+  EXPECT_EQ(addr, std::string("\x0a\x1b", 2));
+  EXPECT_EQ(pid, 0) << "another pid namespace: no pid to watch";
+  for (const char* bad :
+       {"0a1b/99999999999999999999/ns", "0a1b/-12/ns", "0a1b//ns", "0a1b/12x/ns", "0a1b/+5/ns"})
+    EXPECT_EQ(UcxTransport::unusable(bad, &addr, &pid), "it published a garbled address") << bad;
+}
+
 }  // namespace
 }  // namespace collie
 #endif

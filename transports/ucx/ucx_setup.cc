@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <string>
 
 #include "src/base/hex.h"
 #include "src/base/log.h"
@@ -45,8 +46,13 @@ std::string UcxTransport::unusable(const std::string& theirs, std::string* addr,
   const size_t a = theirs.find('/'), b = a == std::string::npos ? a : theirs.find('/', a + 1);
   if (b == std::string::npos || !fromHex(theirs.substr(0, a), addr) || addr->empty())
     return "it published a garbled address";
+  // The pid: 1 to 9 digits (Linux pids stay below 2^22), so no value overflows or is negative.
+  const std::string digits = theirs.substr(a + 1, b - a - 1);
+  if (digits.empty() || digits.size() > 9 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return "it published a garbled address";
   const std::string ns = theirs.substr(b + 1);
-  *pid = !ns.empty() && ns == pidNamespace() ? atoi(theirs.c_str() + a + 1) : 0;
+  *pid = !ns.empty() && ns == pidNamespace() ? std::stoi(digits) : 0;
   return "";
 }
 
