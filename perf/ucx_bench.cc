@@ -1,9 +1,10 @@
 // collie-ucx-bench: the UCX ceiling beside Collie's UCX connection, between two processes of
 // this host. "raw" drives ucp directly the way UCX's own tag_bw does (contiguous tagged sends,
-// a window of them in flight, the worker busy-polled); "iov" is raw with each message sent as
-// Collie used to frame it (a 48-byte header and the payload as a two-piece iov); "collie" moves
-// the same traffic through UcxTransport/UcxConnection and a Poller, as a communicator does.
-// Each mode reports one-way streaming bandwidth and the half round trip of a ping-pong.
+// a window of them in flight, the worker busy-polled), configured as Collie configures UCX; "iov"
+// is raw with each message sent as Collie used to frame it (a 48-byte header and the payload as a
+// two-piece iov); "collie" moves the same traffic through UcxTransport/UcxConnection and a Poller,
+// as a communicator does. Each mode reports one-way streaming bandwidth and the half round trip of
+// a ping-pong.
 //
 //   UCX_TLS=tcp collie-ucx-bench [--modes raw,iov,collie] [--size 1M] [--window 8]
 //                                [--iters 200] [--pingpong 2000] [--repeat 3]
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "transports/ucx/ucx_config.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace collie {
@@ -76,13 +78,11 @@ class Raw {
     auto api = ucxApi();
     if (!api.isOk()) die(api.status().toString());
     a_ = api.value();
-    ucp_config_t* cfg = nullptr;
-    if (a_->configRead(nullptr, nullptr, &cfg) != UCS_OK) die("ucp_config_read");
     ucp_params_t p{};
     p.field_mask = UCP_PARAM_FIELD_FEATURES;
     p.features = UCP_FEATURE_TAG;
-    if (a_->initVersion(UCP_API_MAJOR, UCP_API_MINOR, &p, cfg, &ctx_) != UCS_OK) die("ucp_init");
-    a_->configRelease(cfg);
+    std::vector<std::string> resources;
+    if (ucxInit(a_, p, &ctx_, &resources) != UCS_OK) die("ucp_init");
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SINGLE;

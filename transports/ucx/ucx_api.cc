@@ -30,6 +30,7 @@ Status load(UcxApi* api) {
   resolve(lib, "ucp_get_version_string", &api->getVersionString, &missing);
   resolve(lib, "ucp_config_read", &api->configRead, &missing);
   resolve(lib, "ucp_config_release", &api->configRelease, &missing);
+  resolve(lib, "ucp_config_modify", &api->configModify, &missing);
   resolve(lib, "ucp_init_version", &api->initVersion, &missing);
   resolve(lib, "ucp_cleanup", &api->cleanup, &missing);
   resolve(lib, "ucp_context_print_info", &api->contextPrintInfo, &missing);

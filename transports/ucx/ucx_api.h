@@ -14,6 +14,7 @@ struct UcxApi {
   decltype(&::ucp_get_version_string) getVersionString;
   decltype(&::ucp_config_read) configRead;
   decltype(&::ucp_config_release) configRelease;
+  decltype(&::ucp_config_modify) configModify;
   decltype(&::ucp_init_version) initVersion;
   decltype(&::ucp_cleanup) cleanup;
   decltype(&::ucp_context_print_info) contextPrintInfo;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "src/base/log.h"
+#include "transports/ucx/ucx_config.h"
 
 namespace collie {
 
@@ -53,20 +54,15 @@ Status UcxTransport::init(int rank, int nranks, uint64_t commId, bool needRdma) 
     return invalidArgument("UCX: " + std::to_string(nranks) +
                            " ranks do not fit in the tags (at most " + std::to_string(kMaxRanks) +
                            ")");
-  // The configuration comes from UCX's own environment (UCX_TLS, UCX_NET_DEVICES, ...).
-  ucp_config_t* config = nullptr;
-  ucs_status_t st = api_->configRead(nullptr, nullptr, &config);
-  if (st != UCS_OK) return ucxFailed(api_, "ucp_config_read", st);
+  // The configuration comes from UCX's own environment (UCX_TLS, UCX_NET_DEVICES, ...), with
+  // Collie's defaults where the user set nothing.
   ucp_params_t p{};
   p.field_mask = UCP_PARAM_FIELD_FEATURES;
   p.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
-  st = api_->initVersion(UCP_API_MAJOR, UCP_API_MINOR, &p, config, &context_);
-  api_->configRelease(config);
-  if (st != UCS_OK) {
-    context_ = nullptr;
-    return ucxFailed(api_, "ucp_init", st);
-  }
-  COLLIE_RETURN_IF_ERROR(listResources());
+  std::vector<std::string> resources;
+  ucs_status_t st = ucxInit(api_, p, &context_, &resources);
+  if (st != UCS_OK) return ucxFailed(api_, "ucp_init", st);
+  listResources(resources);
   if (needRdma && !rdma_) return Status::ok();  // the worker would go unused
 
   ucp_worker_params_t wp{};
@@ -94,33 +90,13 @@ Status UcxTransport::init(int rank, int nranks, uint64_t commId, bool needRdma) 
   return Status::ok();
 }
 
-Status UcxTransport::listResources() {
-  // UCX has no query for the resources a context selected, but prints them, one per line:
-  //   "#      resource 1  :  md 1  dev 1  flags -- tcp/eth0"
-  char* text = nullptr;
-  size_t size = 0;
-  FILE* f = open_memstream(&text, &size);
-  if (f == nullptr) return errnoStatus("UCX transport: open_memstream", errno);
-  api_->contextPrintInfo(context_, f);
-  fclose(f);
-  std::string all(text, size);
-  free(text);
-  size_t pos = 0;
-  while (pos < all.size()) {
-    size_t end = all.find('\n', pos);
-    if (end == std::string::npos) end = all.size();
-    std::string line = all.substr(pos, end - pos);
-    pos = end + 1;
-    size_t dash = line.find("-- ");
-    if (line.find("resource") == std::string::npos || dash == std::string::npos) continue;
-    std::string res = line.substr(dash + 3);
-    res.erase(res.find_last_not_of(" \t") + 1);
+void UcxTransport::listResources(const std::vector<std::string>& resources) {
+  for (const std::string& res : resources) {
     resources_ += (resources_.empty() ? "" : " ") + res;
     std::string tl = res.substr(0, res.find('/'));
     rdma_ |= isRdmaTransport(tl);
     detectsFailure_ |= detectsPeerFailure(tl);
   }
-  return Status::ok();
 }
 
 StatusOr<std::unique_ptr<Connection>> UcxTransport::connect(int peer,

@@ -135,7 +135,8 @@ class UcxTransport : public Transport {
                                                     int pid);
   Status giveUp(ConnectStep* step, const Status& made);
   Status init(int rank, int nranks, uint64_t commId, bool needRdma);
-  Status listResources();
+  // Notes what the context uses (resources as UCX names them: "tcp/eth0").
+  void listResources(const std::vector<std::string>& resources);
   UcxOp* takeOp();
   void releaseOp(UcxOp* op);
   // The communicator failed: no Request of any connection may be touched again, and posted
