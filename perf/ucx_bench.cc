@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "src/base/params.h"
 #include "transports/ucx/ucx_config.h"
 #include "transports/ucx/ucx_transport.h"
 
@@ -165,7 +166,8 @@ class Ours {
     auto c = t_->connect(1 - rank, peer);
     if (!c.isOk()) die(c.status().toString());
     c_ = c.take();
-    poller_.reset(new Poller({c_.get()}, 0, nullptr));
+    // It spins as a communicator's does (COLLIE_SPIN_US) before it sleeps on the worker.
+    poller_.reset(new Poller({c_.get()}, params().getInt("COLLIE_SPIN_US"), nullptr));
   }
   ~Ours() {
     c_.reset();

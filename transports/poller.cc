@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "src/base/time.h"
 #include "transports/transport.h"
@@ -17,7 +18,7 @@ Status Poller::progressAll(bool* progressed, bool idleToo) {
   for (Connection* c : conns_) {
     if (c == nullptr || (!idleToo && !c->hasPending())) continue;
     Status st = c->progress(progressed);
-    if (first.isOk()) first = st;
+    if (first.isOk() && !st.isOk()) first = std::move(st);
   }
   return first;
 }
