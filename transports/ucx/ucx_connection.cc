@@ -446,9 +446,11 @@ Status UcxConnection::progress(bool* progressed) {
     // with work of its own (connection set-up to a peer that does not answer yet, say), and a
     // Poller told "progressed" forever would never look at its deadline or the abort flag.
     const uint64_t before = t_->completions_;
-    // Bounded: under a steady stream the worker always has more, and the Poller must get to
-    // look at the other connections.
-    for (int i = 0; i < 16 && api_->workerProgress(t_->worker_) > 0; ++i) {
+    // Until something completes, so that the waiter sees it at once (over tcp each round is a
+    // system call), and bounded: under a steady stream the worker always has more, and the
+    // Poller must get to look at the other connections.
+    for (int i = 0; i < 16 && t_->completions_ == before && api_->workerProgress(t_->worker_) > 0;
+         ++i) {
     }
     if (peerPid_ > 0 && !epFailed_) watchPeer();
     if (t_->completions_ != before) *progressed = true;

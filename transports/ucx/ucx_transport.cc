@@ -168,11 +168,7 @@ UcxOp* UcxTransport::takeOp() {
 }
 
 void UcxTransport::releaseOp(UcxOp* op) {
-  std::vector<char> keep = std::move(op->bounce);  // its capacity serves the next small op
-  *op = UcxOp();
-  op->owner = this;
-  op->bounce = std::move(keep);
-  op->bounce.clear();
+  op->reset();
   free_.push_back(op);
 }
 
