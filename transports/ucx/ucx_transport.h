@@ -86,9 +86,9 @@ struct UcxOp {
   bool p2p = false;     // a point-to-point frame
   std::vector<char> bounce;
 
-  // Ready for its next use, field by field (clearing the whole op is a tenth of a small
-  // AllReduce): hdr, iov and expect are written by each use that reads them, and bounce keeps
-  // its capacity for the next small frame.
+  // Ready for its next use, field by field rather than by assigning a fresh op, which would
+  // clear all of it on the small-message path: hdr, iov and expect are written by each use that
+  // reads them, and bounce keeps its capacity for the next small frame.
   void reset() {
     conn = nullptr;
     req = nullptr;
