@@ -20,11 +20,11 @@ constexpr UcxDefault kDefaults[] = {
 
 const char* systemLookup(const char* name) { return getenv(name); }
 
-std::string transportOf(const std::string& resource) {
+}  // namespace
+
+std::string ucxTransportOf(const std::string& resource) {
   return resource.substr(0, resource.find('/'));
 }
-
-}  // namespace
 
 std::vector<UcxDefault> ucxDefaults(const std::vector<std::string>& transports,
                                     const char* (*lookup)(const char*)) {
@@ -72,7 +72,7 @@ ucs_status_t ucxInit(const UcxApi* api, const ucp_params_t& params, ucp_context_
   if (st == UCS_OK) {
     *resources = ucxResources(api, *context);
     std::vector<std::string> transports;
-    for (const std::string& r : *resources) transports.push_back(transportOf(r));
+    for (const std::string& r : *resources) transports.push_back(ucxTransportOf(r));
     const std::vector<UcxDefault> ds = ucxDefaults(transports, &systemLookup);
     // The transports are known only once a context has chosen them: it is made again with
     // the defaults (well under a millisecond). A default UCX refuses is left out.

@@ -28,6 +28,9 @@ struct UcxDefault {
 std::vector<UcxDefault> ucxDefaults(const std::vector<std::string>& transports,
                                     const char* (*lookup)(const char*));
 
+// The UCX transport a resource belongs to ("tcp" of "tcp/eth0").
+std::string ucxTransportOf(const std::string& resource);
+
 // The resources a context selected, as UCX prints them ("tcp/eth0", "posix/memory", ...).
 std::vector<std::string> ucxResources(const UcxApi* api, ucp_context_h context);
 

@@ -7,9 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <cerrno>
 
 #include "src/base/log.h"
 #include "transports/ucx/ucx_config.h"
@@ -93,7 +91,7 @@ Status UcxTransport::init(int rank, int nranks, uint64_t commId, bool needRdma) 
 void UcxTransport::listResources(const std::vector<std::string>& resources) {
   for (const std::string& res : resources) {
     resources_ += (resources_.empty() ? "" : " ") + res;
-    std::string tl = res.substr(0, res.find('/'));
+    const std::string tl = ucxTransportOf(res);
     rdma_ |= isRdmaTransport(tl);
     detectsFailure_ |= detectsPeerFailure(tl);
   }
