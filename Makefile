@@ -12,22 +12,25 @@ CMAKE_ARGS ?=
 BUILD_PACKAGES = cmake ninja-build g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libucx-dev
 # The install tests build the examples with pkg-config and make .debs (dpkg-shlibdeps, file).
 # The netns tests make hosts of network namespaces with ip, tc, nft and sysctl; the perf tests read
-# collie-perf's JSON and run perf/compare with python3. The PyTorch backend's tests need Debian's
-# torch, its headers and pybind11, installed before CMake configures so that it builds them;
-# Debian's torch multiplies matrices with whatever libblas.so.3 is, the reference BLAS unless
-# an optimized one is installed. The launcher tests run OpenMPI's mpirun, MPICH's mpiexec
-# (mpirun stays OpenMPI's: its alternative has the higher priority), srun on a private one-node
-# Slurm with munge, and torchrun.
-TORCH_PACKAGES = python3-torch libtorch-dev pybind11-dev libopenblas0-pthread
+# collie-perf's JSON and run perf/compare with python3, its peer drivers (OpenMPI, Gloo) and its
+# plot (gnuplot). The PyTorch backend's tests need Debian's torch, its headers and pybind11,
+# installed before CMake configures so that it builds them; Debian's torch multiplies matrices
+# with whatever libblas.so.3 is, the reference BLAS unless an optimized one is installed. The
+# launcher tests run OpenMPI's mpirun, MPICH's mpiexec (mpirun stays OpenMPI's: its alternative
+# has the higher priority), across hosts through sshd, srun on a private Slurm with munge, and
+# torchrun.
+TORCH_PACKAGES = python3-torch libtorch-dev pybind11-dev python3-dev libopenblas0-pthread
+PEER_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox python3
 TEST_PACKAGES = iproute2 nftables procps python3 pkg-config dpkg-dev file $(TORCH_PACKAGES) \
-  openmpi-bin mpich slurmctld slurmd slurm-client munge
+  $(PEER_PACKAGES) mpich openssh-server openssh-client slurmctld slurmd slurm-client munge
 
-BENCH_PACKAGES = openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox python3
+BENCH_PACKAGES = $(PEER_PACKAGES)
 BENCH_ARGS ?=
 # libFuzzer comes with clang's runtime libraries.
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 
-.PHONY: all deps build deb run demo bench bench-torch bench-micro chaos soak strangers test test-unit test-multiproc test-sanitize fuzz clean
+.PHONY: all deps build deb run demo bench bench-torch bench-micro chaos soak strangers test test-unit \
+  test-multiproc test-sanitize test-slow test-fresh fuzz clean
 
 all: build
 
@@ -40,8 +43,9 @@ build: deps
 
 # The Debian packages libcollie0, libcollie-dev and collie-tools, from the Release build, into
 # $(BUILD)/deb/.
-deb: build
-	@bash tools/install_deps.sh dpkg-dev file
+deb:
+	@bash tools/install_deps.sh $(BUILD_PACKAGES) dpkg-dev file
+	$(MAKE) build
 	cd $(BUILD) && cpack -G DEB
 
 # The main job: the bus-bandwidth table of a 4-rank AllReduce, 8 B to 64 MiB, checked.
@@ -77,7 +81,7 @@ bench-torch:
 TRIALS ?= 1000
 CHAOS_ARGS ?=
 chaos:
-	@bash tools/install_deps.sh $(BUILD_PACKAGES) python3
+	@bash tools/install_deps.sh $(BUILD_PACKAGES) python3 iproute2 nftables procps
 	$(MAKE) build
 	python3 tests/chaos/chaos.py --bin $(BUILD)/bin --trials $(TRIALS) $(CHAOS_ARGS)
 
@@ -109,22 +113,37 @@ bench-micro: build
 # Unit tests in parallel, multi-process tests one at a time (they time real deadlines), the GPU
 # tests (they skip without a GPU), then the same under AddressSanitizer and
 # UndefinedBehaviorSanitizer (host paths only: CUDA is off there), less the launcher tests, which
-# test the launchers rather than Collie's memory.
+# test the launchers rather than Collie's memory. It ends with the list of skipped tests: every
+# tool is installed, so any skip but a GPU test's fails it.
+CTEST = ctest --output-on-failure --output-junit
 test:
 	@bash tools/install_deps.sh $(BUILD_PACKAGES) $(TEST_PACKAGES)
 	$(MAKE) build
-	cd $(BUILD) && ctest -L unit -j $(JOBS) --output-on-failure
-	cd $(BUILD) && ctest -L multiproc --output-on-failure
-	cd $(BUILD) && ctest -L gpu --output-on-failure --no-tests=ignore
+	rm -f $(BUILD)/junit-*.xml $(ASAN_BUILD)/junit-*.xml
+	cd $(BUILD) && $(CTEST) junit-unit.xml -L unit -j $(JOBS)
+	cd $(BUILD) && $(CTEST) junit-multiproc.xml -L multiproc
+	cd $(BUILD) && $(CTEST) junit-gpu.xml -L gpu --no-tests=ignore
 	$(MAKE) test-sanitize
+	python3 tools/test_skips.py --may-skip $(BUILD)/junit-gpu.xml $(BUILD)/junit-unit.xml \
+	  $(BUILD)/junit-multiproc.xml $(ASAN_BUILD)/junit-unit.xml $(ASAN_BUILD)/junit-multiproc.xml
 
 test-sanitize: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCOLLIE_SANITIZE=address,undefined $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 && \
-	  ctest -L unit -j $(JOBS) --output-on-failure && \
-	  ctest -L multiproc -LE launcher --output-on-failure
+	  $(CTEST) junit-unit.xml -L unit -j $(JOBS) && \
+	  $(CTEST) junit-multiproc.xml -L multiproc -LE launcher
+
+# The tests too long for make test (ctest label slow), among them test-fresh.
+test-slow: build
+	cd $(BUILD) && ctest -L slow --output-on-failure
+
+# The quick start on a new machine: make run, make test and make run again in a fresh clone of
+# this one's HEAD, inside a pristine Debian root (tools/pristine_root.sh), each timed; the
+# machine itself is left as it was. The log is in $(BUILD)/fresh/.
+test-fresh: build
+	cd $(BUILD) && ctest -L fresh --output-on-failure
 
 # The libFuzzer targets of tests/fuzz (the wire parsers, the unique id, the environment and
 # collie-perf's options), built by clang with ASan and UBSan in $(FUZZ_BUILD), each run for
