@@ -113,18 +113,21 @@ bench-micro: build
 # Unit tests in parallel, multi-process tests one at a time (they time real deadlines), the GPU
 # tests (they skip without a GPU), then the same under AddressSanitizer and
 # UndefinedBehaviorSanitizer (host paths only: CUDA is off there), less the launcher tests, which
-# test the launchers rather than Collie's memory. It ends with the list of skipped tests: every
-# tool is installed, so any skip but a GPU test's fails it.
+# test the launchers rather than Collie's memory. Every tool is installed, so a skipped test
+# but a GPU one fails it, at the end of the phase it skipped in; the list comes at the end.
 CTEST = ctest --output-on-failure --output-junit
+SKIPS = python3 tools/test_skips.py
 test:
 	@bash tools/install_deps.sh $(BUILD_PACKAGES) $(TEST_PACKAGES)
 	$(MAKE) build
 	rm -f $(BUILD)/junit-*.xml $(ASAN_BUILD)/junit-*.xml
 	cd $(BUILD) && $(CTEST) junit-unit.xml -L unit -j $(JOBS)
+	@$(SKIPS) --quiet $(BUILD)/junit-unit.xml
 	cd $(BUILD) && $(CTEST) junit-multiproc.xml -L multiproc
+	@$(SKIPS) --quiet $(BUILD)/junit-multiproc.xml
 	cd $(BUILD) && $(CTEST) junit-gpu.xml -L gpu --no-tests=ignore
 	$(MAKE) test-sanitize
-	python3 tools/test_skips.py --may-skip $(BUILD)/junit-gpu.xml $(BUILD)/junit-unit.xml \
+	@$(SKIPS) --may-skip $(BUILD)/junit-gpu.xml $(BUILD)/junit-unit.xml \
 	  $(BUILD)/junit-multiproc.xml $(ASAN_BUILD)/junit-unit.xml $(ASAN_BUILD)/junit-multiproc.xml
 
 test-sanitize: deps

@@ -5,7 +5,9 @@ make test installs every tool its tests use, so a skip there means an install st
 missing: this fails (exit 1) on any skip outside the files given with --may-skip (the GPU
 tests, which skip on a machine without a GPU).
 
-  test_skips.py [--may-skip JUNIT]... JUNIT...
+  test_skips.py [--quiet] [--may-skip JUNIT]... JUNIT...
+
+--quiet prints nothing when no test skipped.
 """
 import argparse
 import re
@@ -29,7 +31,11 @@ def reason(output):
 def skipped(path):
     """(name, reason) of each test in one JUnit file that did not run or that gtest skipped."""
     out = []
-    for case in ET.parse(path).getroot().iter("testcase"):
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as e:
+        sys.exit(f"test_skips.py: cannot read ctest's JUnit file {path}: {e}")
+    for case in root.iter("testcase"):
         text = case.findtext("system-out") or ""
         if case.get("status") == "notrun" or GTEST_SKIPPED.search(text):
             out.append((case.get("name"), reason(text)))
@@ -39,6 +45,7 @@ def skipped(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--may-skip", action="append", default=[], metavar="JUNIT")
+    ap.add_argument("--quiet", action="store_true")
     ap.add_argument("junit", nargs="*")
     args = ap.parse_args()
     allowed, bad = [], []
@@ -54,7 +61,8 @@ def main():
         print(f"{len(bad)} tests skipped where every tool they need is installed: "
               "an install step is missing", file=sys.stderr)
         return 1
-    print(f"no test skipped but {len(allowed)} allowed to" if allowed else "no test skipped")
+    if not args.quiet:
+        print(f"no test skipped but {len(allowed)} allowed to" if allowed else "no test skipped")
     return 0
 
 

@@ -10,7 +10,7 @@ if [ ${#extra[@]} -eq 0 ]; then
   echo "pristine root: no package beyond the image's"
   exit 0
 fi
-echo "pristine root: purging ${#extra[@]} packages the image did not have: ${extra[*]}"
+echo "pristine root: purging ${#extra[@]} packages the image did not have (${extra[*]:0:8} ...)"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${extra[@]}" >/tmp/pristine-purge.log 2>&1 ||
   { tail -n 30 /tmp/pristine-purge.log; exit 1; }
 left=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' | awk '$1 != "un" {print $2}' | sort -u |
