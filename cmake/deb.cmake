@@ -1,5 +1,6 @@
-# Debian packages (make deb): libcollieN (the shared library), libcollie-dev and collie-tools,
-# written to build/deb/. Run `cpack` in the build tree after building it.
+# Debian packages (make deb): libcollieN (the shared library), libcollie-dev, collie-tools and,
+# where the PyTorch backend is built, python3-collie-torch, written to build/deb/. Run `cpack` in
+# the build tree after building it.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME collie)
 set(CPACK_PACKAGE_VENDOR collie)
@@ -10,6 +11,9 @@ set(CPACK_OUTPUT_FILE_PREFIX deb)  # relative: deb/ under the folder cpack runs 
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime dev tools)
+if(COLLIE_HAVE_TORCH)
+  list(APPEND CPACK_COMPONENTS_ALL torch)
+endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 
 # Dependencies: the system libraries by dpkg-shlibdeps, which finds libcollie in the build tree
@@ -21,6 +25,7 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 set(CPACK_COMPONENT_DEV_DEPENDS runtime)
 set(CPACK_COMPONENT_TOOLS_DEPENDS runtime)
+set(CPACK_COMPONENT_TORCH_DEPENDS runtime)
 
 # The runtime package is named for the SONAME, so that two ABIs can be installed side by side.
 get_target_property(COLLIE_SOVERSION collie SOVERSION)
@@ -44,4 +49,21 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "collective communication library - tools
 collie-run (a local launcher), collie-perf (bus bandwidth, as nccl-tests), collie-sim,
 collie-limits and collie-train (built where zlib is).")
+if(COLLIE_HAVE_TORCH)
+  # Debian names a Python 3 module's package python3-<module>. The extension is built for one
+  # CPython (its SOABI), so it pins that minor version as dh-python's python3:Depends would.
+  set(CPACK_DEBIAN_TORCH_PACKAGE_NAME python3-collie-torch)
+  set(CPACK_DEBIAN_TORCH_PACKAGE_SECTION python)
+  # Python writes __pycache__ beside the module; prerm removes it, or the purge leaves it.
+  set(CPACK_DEBIAN_TORCH_PACKAGE_CONTROL_EXTRA
+      ${CMAKE_CURRENT_LIST_DIR}/deb-torch/postinst ${CMAKE_CURRENT_LIST_DIR}/deb-torch/prerm)
+  set(CPACK_DEBIAN_TORCH_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+  math(EXPR collie_py_next "${Python3_VERSION_MINOR} + 1")
+  set(CPACK_DEBIAN_TORCH_PACKAGE_DEPENDS "python3-torch, \
+python3 (>= ${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}~), \
+python3 (<< ${Python3_VERSION_MAJOR}.${collie_py_next})")
+  set(CPACK_COMPONENT_TORCH_DESCRIPTION "collective communication library - PyTorch backend
+collie_torch registers \"collie\" as a torch.distributed backend: import it before
+init_process_group.")
+endif()
 include(CPack)

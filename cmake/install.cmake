@@ -1,6 +1,6 @@
 # Install rules, the CMake package (collie::collie), collie.pc and the Debian packages.
-# Three components, one .deb each: runtime (the shared library), dev (headers, static
-# library, CMake and pkg-config files) and tools (collie-run, collie-perf, ...).
+# Components, one .deb each: runtime (the shared library), dev (headers, static library, CMake
+# and pkg-config files), tools (collie-run, collie-perf, ...) and torch (bindings/pytorch).
 include(CMakePackageConfigHelpers)
 
 set(COLLIE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/collie)

@@ -16,7 +16,7 @@ extern "C" {
 /* The project's one version number: CMake reads these three lines for the library's VERSION
  * and SONAME (libcollie.so.COLLIE_MAJOR), so a release changes them here only. */
 #define COLLIE_MAJOR 0
-#define COLLIE_MINOR 1
+#define COLLIE_MINOR 2
 #define COLLIE_PATCH 0
 #define COLLIE_VERSION_CODE (COLLIE_MAJOR * 10000 + COLLIE_MINOR * 100 + COLLIE_PATCH)
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Checks libcollie.so's ABI against the public headers.
 
-  abi_test.py exports LIB INCLUDE_DIR   nm -D of LIB against collie.h and collie.hpp, both ways
+  abi_test.py exports LIB INCLUDE_DIR   nm -D of LIB against collie.h and collie.hpp, both ways,
+                                        and each symbol's version node
   abi_test.py version LIB INCLUDE_DIR   SONAME, file name and collieGetVersion against collie.h
 
-LIB is the library's linker name (libcollie.so); INCLUDE_DIR holds collie/collie.h.
+LIB is the library's linker name (libcollie.so); INCLUDE_DIR holds collie/collie.h. A released
+node's symbols are listed in NODE.symbols beside this script; every other symbol belongs to the
+node of collie.h's version, COLLIE_<major>.<minor> (COLLIE_<major> for minor 0).
 """
 import ctypes
 import os
@@ -108,8 +111,39 @@ def split_version(name):
     return base, version.lstrip("@")
 
 
-def version_node(name, major):
-    return name == f"COLLIE_{major}"
+def released_nodes():
+    """{node: its symbols} of the released version nodes, from the NODE.symbols files."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    nodes = {}
+    for f in sorted(os.listdir(here)):
+        if f.endswith(".symbols"):
+            lines = open(os.path.join(here, f)).read().splitlines()
+            nodes[f[: -len(".symbols")]] = {l.strip() for l in lines
+                                            if l.strip() and not l.startswith("#")}
+    return nodes
+
+
+def current_node(major, minor):
+    return f"COLLIE_{major}.{minor}" if minor else f"COLLIE_{major}"
+
+
+def check_versions(symbols, defined_nodes, major, minor):
+    """Each symbol in its node: a released node's own, else the current version's."""
+    released, current = released_nodes(), current_node(major, minor)
+    node_of = {sym: node for node, syms in released.items() for sym in syms}
+    errors = [f"version node {n} is defined but no release or collie.h names it"
+              for n in sorted(defined_nodes - set(released) - {current})]
+    seen = set()
+    for name, version in symbols:
+        want = node_of.get(name, current)
+        seen.add(name)
+        if not version:
+            errors.append(f"exported without a version node (want {want}): {name}")
+        elif version != want:
+            errors.append(f"exported at {version}, want {want}: {name}")
+    errors += [f"{node} symbol no longer exported: {sym}"
+               for sym, node in sorted(node_of.items()) if sym not in seen]
+    return errors
 
 
 def cpp_member(demangled, classes):
@@ -125,14 +159,14 @@ def check_exports(lib, include):
     classes = cpp_declarations(os.path.join(include, "collie", "collie.hpp"))
     errors = [f"collie.h: {n} is declared without COLLIE_API" for n, api in c_decls.items()
               if not api]
-    major = header_version(include)[0]
-    c_seen, cpp_seen = set(), set()
+    major, minor, _ = header_version(include)
+    c_seen, cpp_seen, nodes, versions = set(), set(), set(), []
     for kind, name, demangled in exported(lib):
-        if kind == "A" and version_node(name, major):
+        if kind == "A":  # a version node's own symbol
+            nodes.add(split_version(name)[0])
             continue
         (name, version), demangled = split_version(name), split_version(demangled)[0]
-        if not version_node(version, major):
-            errors.append(f"exported outside the version node COLLIE_{major}: {name}")
+        versions.append((name, version))
         if kind not in FUNCTION_TYPES:
             errors.append(f"exported data or other symbol: {kind} {demangled}")
         elif not name.startswith("_Z"):
@@ -149,8 +183,9 @@ def check_exports(lib, include):
                if (c, m) not in cpp_seen]
     if not classes:
         errors.append("collie.hpp: no COLLIE_API class found")
+    errors += check_versions(versions, nodes, major, minor)
     print(f"{len(c_seen)} C functions and {len(cpp_seen)} C++ members of "
-          f"{', '.join(sorted(classes))} exported")
+          f"{', '.join(sorted(classes))} exported; nodes {', '.join(sorted(nodes))}")
     return errors
 
 
