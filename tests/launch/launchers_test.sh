@@ -3,7 +3,9 @@
 # element compared with the expected sum; "Out of bounds values : 0 OK") and the C example
 # (each rank checks its sums and prints "ok"). On one host no launcher gets MASTER_ADDR or
 # MASTER_PORT from the test: Collie finds rank 0 from what the launcher sets. Across hosts (the
-# -hosts cases, on tests/netns/netns_hosts.sh hosts) each runs the README's command for it.
+# -hosts cases, on tests/netns/netns_hosts.sh hosts) each runs the README's command for it;
+# mpirun and mpiexec reach the other host through ssh, to an sshd the test starts in each host
+# with a key of its own (ssh_lib.sh).
 #
 #   launchers_test.sh BIN_DIR mpirun|mpiexec|srun|torchrun|torchrun-hosts|mpirun-hosts|
 #                             mpiexec-hosts|srun-hosts
@@ -89,58 +91,60 @@ need_torchrun() {
   fi
 }
 
-# mpirun / mpiexec in host 0 of two network-namespace hosts, starting 2 ranks on each; the
-# launcher reaches host 1 through an agent called like ssh ([-x] HOST COMMAND...) that runs the
-# command in that host's namespace, as ssh would run it in a shell there.
-mpi_on_hosts() {
-  local what=$1 check=$2
-  shift 2
-  cat >"$WORK/agent.sh" <<'EOF'
-#!/bin/sh
-# ssh's options (Hydra passes -x) come before the host.
-while [ "${1#-}" != "$1" ]; do shift; done
-host=$1
-shift
-case $host in
-  10.77.0.[0-9]*) exec ip netns exec "$NETNS_TAG-h$((${host##*.} - 1))" sh -c "$*" ;;
-  *) echo "agent.sh: unknown host $host" >&2; exit 255 ;;
-esac
-EOF
-  chmod +x "$WORK/agent.sh"
-  echo "== $what on 2 hosts x 2 ranks: $*"
-  timeout 90 bash "$HERE/../netns/netns_hosts.sh" -k 2 -1 -t 60 -- "$@" >"$WORK/out" 2>"$WORK/err"
+# srun, mpirun and mpiexec across hosts: the case runs again in host 0 of two named network-
+# namespace hosts, and netns_hosts.sh ends all that is left there on exit. That run keeps its
+# files in this one's folder, which is removed even where the run itself is killed.
+in_host0() {
+  TMPDIR=$WORK timeout 200 bash "$HERE/../netns/netns_hosts.sh" -k 2 -u -1 -t 180 -- \
+    bash "$0" "$BIN" "$CASE" in-host0
   local rc=$?
-  [ $rc -eq 77 ] && skip "$(grep '^SKIP' "$WORK/out" | sed 's/^SKIP: //')"
-  grep -v 'collie-perf: sweep' "$WORK/out" | tail -n 12
-  [ $rc -eq 0 ] || { tail -n 30 "$WORK/err"; fail "$what on two hosts: exit status $rc"; }
-  if [ "$check" = perf ]; then
-    grep -q "Out of bounds values : 0 OK" "$WORK/out" || fail "$what on two hosts: wrong values"
-    grep -q "#  Rank  3 " "$WORK/out" || fail "$what on two hosts: rank 3 is not in the table"
-  else
-    for r in 0 1 2 3; do
-      grep -q "rank $r of 4: AllReduce sum of 4096 floats ok" "$WORK/out" ||
-        fail "$what on two hosts: rank $r of 4 did not report correct sums"
-    done
-  fi
+  [ $rc -eq 0 ] || [ $rc -eq 77 ] || fail "$1: exit status $rc"
+  exit $rc
+}
+
+# An sshd in each host for mpirun and mpiexec, which reach host 1 through ssh as on a cluster.
+# sshd gives a remote rank a clean environment, so what the ranks need goes by name, as a
+# user's would: the COLLIE_* variables and LD_LIBRARY_PATH set here.
+ssh_hosts() {
+  # shellcheck source=ssh_lib.sh
+  source "$HERE/ssh_lib.sh"
+  CLEANUP+=("ssh_stop")
+  ssh_start_hosts "$WORK/ssh" 2 || exit $?
+  mapfile -t FORWARD < <(compgen -e | grep -E '^(COLLIE_[A-Z0-9_]*|LD_LIBRARY_PATH)$')
 }
 
 case $CASE in
   mpirun-hosts)
     MPIRUN=/usr/bin/mpirun.openmpi
     need $MPIRUN openmpi-bin
-    MPI_FLAGS=(--allow-run-as-root --oversubscribe --mca plm_rsh_agent "$WORK/agent.sh"
+    need /usr/sbin/sshd openssh-server
+    [ "${3:-}" = in-host0 ] || in_host0 "mpirun on two hosts"
+    ssh_hosts
+    # Called by its absolute path, mpirun puts its own bin folder, orted's, first on the remote
+    # PATH (as --prefix would).
+    MPI_FLAGS=(--allow-run-as-root --oversubscribe --mca plm_rsh_agent "ssh -F $WORK/ssh/ssh_config"
       --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 -np 4
       -H "10.77.0.1:2,10.77.0.2:2" -x MASTER_ADDR=10.77.0.1 -x MASTER_PORT=29500)
-    mpi_on_hosts mpirun perf $MPIRUN "${MPI_FLAGS[@]}" "$PERF" "${PERF_ARGS[@]}"
-    mpi_on_hosts mpirun example $MPIRUN "${MPI_FLAGS[@]}" "$EXAMPLE"
+    for v in "${FORWARD[@]}"; do MPI_FLAGS+=(-x "$v"); done
+    check_perf "mpirun on 2 hosts" $MPIRUN "${MPI_FLAGS[@]}" "$PERF" "${PERF_ARGS[@]}"
+    two_per_host "$WORK/out" || fail "mpirun on two hosts: not two ranks on each host"
+    check_example "mpirun on 2 hosts" 4 $MPIRUN "${MPI_FLAGS[@]}" "$EXAMPLE"
     ;;
   mpiexec-hosts)
     MPIEXEC=/usr/bin/mpiexec.hydra
     need $MPIEXEC mpich
-    MPI_FLAGS=(-launcher ssh -launcher-exec "$WORK/agent.sh" -iface eth0 -n 4
-      -hosts "10.77.0.1:2,10.77.0.2:2" -genv MASTER_ADDR 10.77.0.1 -genv MASTER_PORT 29500)
-    mpi_on_hosts mpiexec perf $MPIEXEC "${MPI_FLAGS[@]}" "$PERF" "${PERF_ARGS[@]}"
-    mpi_on_hosts mpiexec example $MPIEXEC "${MPI_FLAGS[@]}" "$EXAMPLE"
+    need /usr/sbin/sshd openssh-server
+    [ "${3:-}" = in-host0 ] || in_host0 "mpiexec on two hosts"
+    ssh_hosts
+    # Hydra adds HYDRA_LAUNCHER_EXTRA_ARGS to ssh's own and starts its proxy by an absolute path.
+    # -genvlist replaces the default of passing everything.
+    MPI_FLAGS=(-launcher ssh -iface eth0 -n 4 -hosts "10.77.0.1:2,10.77.0.2:2"
+      -genv MASTER_ADDR 10.77.0.1 -genv MASTER_PORT 29500
+      -genvlist "$(IFS=, && echo "${FORWARD[*]}")")
+    HYDRA=(env "HYDRA_LAUNCHER_EXTRA_ARGS=-F $WORK/ssh/ssh_config" "$MPIEXEC" "${MPI_FLAGS[@]}")
+    check_perf "mpiexec on 2 hosts" "${HYDRA[@]}" "$PERF" "${PERF_ARGS[@]}"
+    two_per_host "$WORK/out" || fail "mpiexec on two hosts: not two ranks on each host"
+    check_example "mpiexec on 2 hosts" 4 "${HYDRA[@]}" "$EXAMPLE"
     ;;
   mpirun)
     MPIRUN=/usr/bin/mpirun.openmpi
@@ -179,14 +183,7 @@ case $CASE in
   srun-hosts)
     # Two Slurm nodes, each slurmd in its own network-namespace host under its own name, and the
     # job as the README says: MASTER_ADDR from the allocation's first node, then srun -N 2 -n 4.
-    if [ "${3:-}" != in-host0 ]; then
-      # The case runs again in host 0 of two hosts; netns_hosts.sh ends all that is left.
-      timeout 200 bash "$HERE/../netns/netns_hosts.sh" -k 2 -u -1 -t 180 -- \
-        bash "$0" "$BIN" srun-hosts in-host0
-      rc=$?
-      [ $rc -eq 0 ] || [ $rc -eq 77 ] || fail "srun on two nodes: exit status $rc"
-      exit $rc
-    fi
+    [ "${3:-}" = in-host0 ] || in_host0 "srun on two nodes"
     # shellcheck source=slurm_lib.sh
     source "$HERE/slurm_lib.sh"
     CLEANUP+=("slurm_stop")

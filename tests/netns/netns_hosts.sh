@@ -100,7 +100,9 @@ PIDS=()
 
 cleanup() {
   local ns pid
-  trap - EXIT INT TERM
+  # A second signal must not cut the teardown short: timeout sends its TERM twice.
+  trap - EXIT
+  trap '' INT TERM
   # Teardown reports nothing: the shell would otherwise announce each rank it killed.
   exec 2>/dev/null
   for pid in "${PIDS[@]}"; do kill -KILL "$pid"; done
