@@ -41,8 +41,8 @@ build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The Debian packages libcollie0, libcollie-dev and collie-tools, from the Release build, into
-# $(BUILD)/deb/.
+# The Debian packages libcollie0, libcollie-dev, collie-tools and, where the PyTorch backend is
+# built, python3-collie-torch, from the Release build, into $(BUILD)/deb/ (docs/packages.md).
 deb:
 	@bash tools/install_deps.sh $(BUILD_PACKAGES) dpkg-dev file
 	$(MAKE) build

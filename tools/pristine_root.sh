@@ -86,6 +86,9 @@ for b in "${BINDS[@]}"; do
 done
 
 mkdir -p "$CACHE"
+# One pristine root at a time: they share apt's download cache and its lock.
+exec 9>"$CACHE/lock"
+flock -w 7200 9 || { echo "pristine_root.sh: another pristine root ran for 2 h" >&2; exit 1; }
 SCRATCH=$(mktemp -d "$CACHE/root.XXXXXX")
 mkdir "$SCRATCH/upper" "$SCRATCH/work" "$SCRATCH/root"
 cleanup() {
